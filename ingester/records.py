@@ -1,0 +1,25 @@
+"""`MailRecord`: what every ingester hands the store for one message, whatever its source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class MailRecord:
+    """Metadata of one message; never a subject, body or recipient.
+
+    `mail_id` is the dedupe key (`mid:<Message-ID>`, `hdr:<sha256>`, or a bare Gmail id); `gmail_id` is the
+    Gmail API id when known (for an mbox message, from its Takeout postmark).
+    """
+
+    mail_id: str
+    rfc_message_id: str | None
+    gmail_id: str | None
+    sender: str
+    display_name: str
+    date_unix: int | None
+    size_bytes: int
+    labels: str
+    unread: bool
+    list_unsubscribe: bool

@@ -1,0 +1,175 @@
+"""Writes counted messages: dedupe against `seen_mails` (all sources) and incremental `senders` upserts.
+
+All SQL the ingesters run on `seen_mails`/`senders` lives here. Callers own the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from ingester.records import MailRecord
+from shared.models import Source
+
+# Well under SQLite's 32,766 bound parameters per statement.
+_IN_CHUNK = 5000
+
+_INSERT_SEEN = (
+    "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"
+    " list_unsubscribe, source, run_id, counted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# SQLite evaluates every SET expression against the row as it was, so the CASEs below see the old name/time.
+_UPSERT_SENDER = """
+INSERT INTO senders (sender, display_name, display_name_unix, mails_sent, first_seen_unix, last_seen_unix,
+                     bytes, unread, list_unsubscribe)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (sender) DO UPDATE SET
+    mails_sent = mails_sent + excluded.mails_sent,
+    first_seen_unix = min(coalesce(first_seen_unix, excluded.first_seen_unix),
+                          coalesce(excluded.first_seen_unix, first_seen_unix)),
+    last_seen_unix = max(coalesce(last_seen_unix, excluded.last_seen_unix),
+                         coalesce(excluded.last_seen_unix, last_seen_unix)),
+    bytes = bytes + excluded.bytes,
+    unread = unread + excluded.unread,
+    list_unsubscribe = list_unsubscribe + excluded.list_unsubscribe,
+    display_name = CASE
+        WHEN excluded.display_name != '' AND (display_name = ''
+             OR coalesce(excluded.display_name_unix, -1) >= coalesce(display_name_unix, -1))
+        THEN excluded.display_name ELSE display_name END,
+    display_name_unix = CASE
+        WHEN excluded.display_name != '' AND (display_name = ''
+             OR coalesce(excluded.display_name_unix, -1) >= coalesce(display_name_unix, -1))
+        THEN excluded.display_name_unix ELSE display_name_unix END
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    new: int
+    duplicates: int
+
+
+@dataclass(slots=True)
+class _SenderDelta:
+    display_name: str
+    display_name_unix: int | None
+    mails_sent: int
+    first_seen_unix: int | None
+    last_seen_unix: int | None
+    bytes: int
+    unread: int
+    list_unsubscribe: int
+
+    def add(self, record: MailRecord) -> None:
+        date = record.date_unix
+        self.mails_sent += 1
+        self.bytes += record.size_bytes
+        self.unread += record.unread
+        self.list_unsubscribe += record.list_unsubscribe
+        if date is not None:
+            self.first_seen_unix = date if self.first_seen_unix is None else min(self.first_seen_unix, date)
+            self.last_seen_unix = date if self.last_seen_unix is None else max(self.last_seen_unix, date)
+        if record.display_name and (
+            not self.display_name or (date if date is not None else -1) >= (self.display_name_unix or -1)
+        ):
+            self.display_name = record.display_name
+            self.display_name_unix = date
+
+
+def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_only: bool = False) -> set[str]:
+    """Which of `values` already stand in `seen_mails.<column>` (a fixed column name of ours, never input)."""
+    wanted = list(dict.fromkeys(values))
+    found: set[str] = set()
+    extra = " AND counted = 1" if counted_only else ""
+    for i in range(0, len(wanted), _IN_CHUNK):
+        chunk = wanted[i : i + _IN_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT {column} FROM seen_mails WHERE {column} IN ({marks}){extra}"
+        found.update(row[0] for row in conn.exec_driver_sql(sql, tuple(chunk)))
+    return found
+
+
+def count_batch(
+    conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int
+) -> BatchOutcome:
+    """Records every message not seen before and adds the counted ones to `senders`.
+
+    A message is counted when its `mail_id` is new and it is not already counted under another key: the same
+    Message-ID from any source, or (Takeout) its Gmail id stored by an API scan, or (API) an imported message
+    whose postmark carried this Gmail id. Known `mail_id`s are left untouched, so re-ingesting adds nothing.
+    """
+    if not records:
+        return BatchOutcome(0, 0)
+    known_ids = _existing(conn, "mail_id", (r.mail_id for r in records))
+    counted_rfc = _existing(
+        conn, "rfc_message_id", (r.rfc_message_id for r in records if r.rfc_message_id), counted_only=True
+    )
+    gmail_ids = [r.gmail_id for r in records if r.gmail_id]
+    counted_gmail: set[str] = set()
+    if gmail_ids:
+        key_column = "gmail_id" if source == Source.GMAIL_API else "mail_id"
+        counted_gmail = _existing(conn, key_column, gmail_ids, counted_only=True)
+
+    rows = []
+    deltas: dict[str, _SenderDelta] = {}
+    duplicates = 0
+    for record in records:
+        if record.mail_id in known_ids:
+            duplicates += 1
+            continue
+        known_ids.add(record.mail_id)
+        counted = not (
+            (record.rfc_message_id is not None and record.rfc_message_id in counted_rfc)
+            or (record.gmail_id is not None and record.gmail_id in counted_gmail)
+        )
+        if counted:
+            if record.rfc_message_id is not None:
+                counted_rfc.add(record.rfc_message_id)
+            if record.gmail_id is not None:
+                counted_gmail.add(record.gmail_id)
+            delta = deltas.get(record.sender)
+            if delta is None:
+                delta = deltas[record.sender] = _SenderDelta("", None, 0, None, None, 0, 0, 0)
+            delta.add(record)
+        else:
+            duplicates += 1
+        rows.append(
+            (
+                record.mail_id,
+                record.rfc_message_id,
+                record.gmail_id,
+                record.sender,
+                record.date_unix,
+                record.size_bytes,
+                record.labels,
+                int(record.unread),
+                int(record.list_unsubscribe),
+                str(source),
+                run_id,
+                int(counted),
+            )
+        )
+    if rows:
+        conn.exec_driver_sql(_INSERT_SEEN, rows)  # type: ignore[arg-type]
+    if deltas:
+        conn.exec_driver_sql(
+            _UPSERT_SENDER,
+            [  # type: ignore[arg-type]
+                (
+                    sender,
+                    d.display_name,
+                    d.display_name_unix,
+                    d.mails_sent,
+                    d.first_seen_unix,
+                    d.last_seen_unix,
+                    d.bytes,
+                    d.unread,
+                    d.list_unsubscribe,
+                )
+                for sender, d in deltas.items()
+            ],
+        )
+    new = sum(d.mails_sent for d in deltas.values())
+    return BatchOutcome(new=new, duplicates=duplicates)

@@ -1,0 +1,86 @@
+"""Engine set-up: the ingester's writer (WAL) and the viewer's read-only reader; nothing here runs DDL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
+
+BUSY_TIMEOUT_MS = 5000
+# Large enough to keep the hot index pages of a 500k-message mailbox in memory, small enough for the RSS budget.
+WRITER_CACHE_KIB = 32 * 1024
+
+
+def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
+    return Path(f"{db_path}-wal"), Path(f"{db_path}-shm")
+
+
+def writer_engine(db_path: Path) -> Engine:
+    """One connection in autocommit mode at the driver, with explicit `BEGIN IMMEDIATE` for every transaction.
+
+    pysqlite's own transaction emulation would not wrap DDL, and a migration step must commit with its
+    version bump or not at all (SQLAlchemy's documented pysqlite recipe).
+    """
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
+
+    engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: object) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # type: ignore[attr-defined]
+
+    return engine
+
+
+def reader_engine(db_path: Path) -> Engine:
+    """A fresh `mode=ro` connection per checkout, with `query_only`; it never creates the file."""
+    uri = f"file:{quote(str(db_path.absolute()))}?mode=ro"
+
+    def connect() -> sqlite3.Connection:
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+    engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA query_only=ON")
+        cursor.close()
+
+    return engine
+
+
+def close_writer_keeping_sidecars(engine: Engine, db_path: Path) -> None:
+    """Checkpoint, close, and leave empty `-wal`/`-shm` files behind.
+
+    A reader on a read-only mount cannot open a WAL database whose sidecars are missing (SQLITE_CANTOPEN), and
+    SQLite deletes both on the last clean close. Call this while still holding the ingest lock, so no other
+    writer can be between the close and the re-creation.
+    """
+    raw = engine.raw_connection()  # outside any transaction: a checkpoint inside one is refused
+    try:
+        raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
+    finally:
+        raw.close()
+    engine.dispose()
+    for sidecar in sidecar_paths(db_path):
+        if not sidecar.exists():
+            fd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            os.close(fd)
