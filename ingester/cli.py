@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="count the messages of a Google Takeout .mbox file",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Count the messages of a Google Takeout mbox export. Spam, Trash and Chat are left out.",
-        epilog="Example:\n  gmail-stats import ~/Downloads/Takeout/Mail/All\\ mail\\ Including\\ Spam\\ and\\ Trash.mbox\n"
+        epilog="Example:\n  gmail-stats import ~/Takeout/Mail/'All mail Including Spam and Trash.mbox'\n"
         "  gmail-stats import big.mbox --resume 3",
     )
     imp.add_argument("path", type=Path, help="the .mbox file")
@@ -97,7 +97,10 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
 
 def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     request = ImportRequest(
-        path=args.path, include_spam_trash=args.include_spam_trash, resume_run_id=args.resume
+        path=args.path,
+        include_spam_trash=args.include_spam_trash,
+        resume_run_id=args.resume,
+        launch_token=settings.launch_token,
     )
     from ingester.importer import check_mbox_path
 

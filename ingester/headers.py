@@ -76,7 +76,9 @@ def parse_header_block(block: bytes) -> HeaderFields:
     return HeaderFields(True, *values)
 
 
-MONTHS = {m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)}
+MONTHS = {
+    m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1)
+}
 # The shape almost every Date header has: "[Day, ]D Mon YYYY HH:MM[:SS] ±HHMM"; anything else goes to the stdlib.
 _COMMON_DATE = re.compile(
     r"(?:[A-Za-z]{3},\s*)?(\d{1,2})\s+([A-Za-z]{3})\s+(\d{4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s+([+-])(\d{2})(\d{2})"

@@ -35,6 +35,7 @@ class ImportRequest:
     path: Path
     include_spam_trash: bool = False
     resume_run_id: int | None = None
+    launch_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,13 @@ class _Tally:
 
 class _Importer:
     def __init__(
-        self, *, engine: Engine, request: ImportRequest, reporter: Reporter, cancel: threading.Event, clock: Clock
+        self,
+        *,
+        engine: Engine,
+        request: ImportRequest,
+        reporter: Reporter,
+        cancel: threading.Event,
+        clock: Clock,
     ) -> None:
         self.engine = engine
         self.request = request
@@ -112,12 +119,13 @@ class _Importer:
                     mbox_path=str(request.path.absolute()),
                     bytes_total=info.st_size,
                     mbox_fingerprint=print_,
+                    launch_token=request.launch_token,
                 )
                 return run_id, 0, _Tally()
             run = get_run(conn, request.resume_run_id)
             self._check_resumable(run)
             assert run is not None
-            reopen_run(conn, run.run_id, pid=os.getpid(), now=self.clock())
+            reopen_run(conn, run.run_id, pid=os.getpid(), now=self.clock(), launch_token=request.launch_token)
             if run.mbox_fingerprint == print_:
                 tally = _Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
                 return run.run_id, run.bytes_done, tally
@@ -165,8 +173,13 @@ class _Importer:
     def _fail(self, run_id: int, kind: str, message: str) -> None:
         with self.engine.begin() as conn:
             finish_run(
-                conn, run_id, state=RunState.FAILED, outcome=RunOutcome.PARTIAL, now=self.clock(),
-                error_kind=kind, error=message,
+                conn,
+                run_id,
+                state=RunState.FAILED,
+                outcome=RunOutcome.PARTIAL,
+                now=self.clock(),
+                error_kind=kind,
+                error=message,
             )
 
     def _consume(self, run_id: int, offset: int, tally: _Tally) -> bool:
@@ -191,9 +204,11 @@ class _Importer:
                 done = region.end
                 if self.cancel.is_set():
                     break
-                if len(batch) >= BATCH_MESSAGES or warnings and len(warnings) >= 50:
-                    last_commit = self._commit(run_id, batch, warnings, tally, done)
-                elif self.clock() - last_commit >= BATCH_SECONDS:
+                if (
+                    len(batch) >= BATCH_MESSAGES
+                    or (warnings and len(warnings) >= 50)
+                    or self.clock() - last_commit >= BATCH_SECONDS
+                ):
                     last_commit = self._commit(run_id, batch, warnings, tally, done)
         self._commit(run_id, batch, warnings, tally, done)
         return self.cancel.is_set()

@@ -91,9 +91,7 @@ def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_o
     return found
 
 
-def count_batch(
-    conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int
-) -> BatchOutcome:
+def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int) -> BatchOutcome:
     """Records every message not seen before and adds the counted ones to `senders`.
 
     A message is counted when its `mail_id` is new and it is not already counted under another key: the same
@@ -152,11 +150,11 @@ def count_batch(
             )
         )
     if rows:
-        conn.exec_driver_sql(_INSERT_SEEN, rows)  # type: ignore[arg-type]
+        conn.exec_driver_sql(_INSERT_SEEN, rows)
     if deltas:
         conn.exec_driver_sql(
             _UPSERT_SENDER,
-            [  # type: ignore[arg-type]
+            [
                 (
                     sender,
                     d.display_name,

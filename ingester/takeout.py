@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
+from ingester.records import MailRecord
 from shared.normalize import (
     is_excluded,
     is_unread,
@@ -15,7 +16,6 @@ from shared.normalize import (
     parse_labels,
     parse_sender,
 )
-from ingester.records import MailRecord
 
 
 class Skip(StrEnum):

@@ -90,18 +90,21 @@ def _create_counts(conn: Connection) -> None:
         )
         """
     )
-    conn.exec_driver_sql(
-        "CREATE INDEX IF NOT EXISTS ix_seen_mails_rfc_message_id ON seen_mails (rfc_message_id)"
-    )
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_seen_mails_rfc_message_id ON seen_mails (rfc_message_id)")
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_seen_mails_gmail_id ON seen_mails (gmail_id)")
-    conn.exec_driver_sql(
-        "CREATE TABLE IF NOT EXISTS sync_state (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)"
-    )
+    conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS sync_state (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)")
+
+
+def _add_launch_token(conn: Connection) -> None:
+    # Set by whoever launched the ingester (the viewer), so it can find the run row of its own launch.
+    conn.exec_driver_sql("ALTER TABLE ingest_runs ADD COLUMN launch_token TEXT")
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_ingest_runs_launch_token ON ingest_runs (launch_token)")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
+    Migration(3, "ingest_runs.launch_token", _add_launch_token),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

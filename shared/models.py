@@ -99,6 +99,7 @@ class IngestRun(Base):
     warnings_count: Mapped[int] = mapped_column(Integer, default=0)
     warnings_tail: Mapped[str] = mapped_column(Text, default="[]")
     outcome: Mapped[str | None] = mapped_column(String)
+    launch_token: Mapped[str | None] = mapped_column(Text, index=True)
 
 
 class SyncState(Base):

@@ -40,7 +40,7 @@ def decode_rfc2047(value: str) -> str:
         pass
     try:
         parts = decode_header(value)
-    except Exception:  # noqa: BLE001 - the stdlib parser has raised arbitrary errors on hostile input
+    except Exception:
         return value
     out = []
     for chunk, charset in parts:
@@ -67,7 +67,7 @@ def parse_sender(value: str) -> SenderIdentity:
     decoded = decode_rfc2047(value)
     try:
         pairs = getaddresses([decoded])
-    except Exception:  # noqa: BLE001 - getaddresses has raised on hostile input in some Python releases
+    except Exception:
         pairs = []
     for name, address in pairs:
         if "@" in address:

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, Table, insert, select, update
 
 from shared.models import OPEN_STATES, IngestRun, RunOutcome, RunState, Source
 
 WARNINGS_TAIL_MAX = 50
 # Never shown outside the ingester: a page token is a credential-like cursor, the fingerprint is internal.
-PRIVATE_COLUMNS = frozenset({"resume_token", "mbox_fingerprint"})
-_T = IngestRun.__table__
+PRIVATE_COLUMNS = frozenset({"resume_token", "mbox_fingerprint", "launch_token"})
+_T = cast(Table, IngestRun.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,7 @@ class Run:
     warnings_count: int
     warnings_tail: tuple[str, ...]
     outcome: str | None
+    launch_token: str | None
 
     @property
     def is_open(self) -> bool:
@@ -58,7 +59,7 @@ RUN_COLUMNS = tuple(f.name for f in fields(Run))
 PUBLIC_RUN_COLUMNS = tuple(c for c in RUN_COLUMNS if c not in PRIVATE_COLUMNS)
 
 
-def _run_from_row(row: Mapping[str, Any]) -> Run:
+def _run_from_row(row: Mapping[Any, Any]) -> Run:
     values = dict(row)
     values["warnings_tail"] = tuple(json.loads(values["warnings_tail"] or "[]"))
     return Run(**values)
@@ -73,6 +74,7 @@ def create_run(
     mbox_path: str | None = None,
     bytes_total: int | None = None,
     mbox_fingerprint: str | None = None,
+    launch_token: str | None = None,
 ) -> int:
     result = conn.execute(
         insert(_T).values(
@@ -84,6 +86,7 @@ def create_run(
             mbox_path=mbox_path,
             bytes_total=bytes_total,
             mbox_fingerprint=mbox_fingerprint,
+            launch_token=launch_token,
         )
     )
     key = result.inserted_primary_key
@@ -128,7 +131,7 @@ def abandon_open_runs(conn: Connection, *, now: float) -> int:
     return int(result.rowcount)
 
 
-def reopen_run(conn: Connection, run_id: int, *, pid: int, now: float) -> None:
+def reopen_run(conn: Connection, run_id: int, *, pid: int, now: float, launch_token: str | None = None) -> None:
     """Puts a resumed run back to `running` under a new process; its counters carry on."""
     conn.execute(
         update(_T)
@@ -142,11 +145,23 @@ def reopen_run(conn: Connection, run_id: int, *, pid: int, now: float) -> None:
             error_kind=None,
             error=None,
             auth_url=None,
+            launch_token=launch_token,
         )
     )
 
 
-_UPDATABLE = frozenset(RUN_COLUMNS) - {"run_id", "source", "started_at_unix", "warnings_tail", "warnings_count"}
+def run_by_launch_token(conn: Connection, launch_token: str) -> Run | None:
+    row = conn.execute(select(_T).where(_T.c.launch_token == launch_token)).mappings().first()
+    return _run_from_row(row) if row is not None else None
+
+
+_UPDATABLE = frozenset(RUN_COLUMNS) - {
+    "run_id",
+    "source",
+    "started_at_unix",
+    "warnings_tail",
+    "warnings_count",
+}
 
 
 def update_run(conn: Connection, run_id: int, *, now: float, **values: Any) -> None:

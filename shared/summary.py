@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Table, select
 
 from shared.models import Sender
 
@@ -35,7 +35,7 @@ class SenderRow:
 
 def all_senders(conn: Connection) -> list[SenderRow]:
     """Every sender, most mail first, ties by sender key."""
-    t = Sender.__table__
+    t = cast(Table, Sender.__table__)
     stmt = select(*(t.c[name] for name in SENDER_COLUMNS)).order_by(t.c.mails_sent.desc(), t.c.sender.asc())
     return [SenderRow(*row) for row in conn.execute(stmt)]
 

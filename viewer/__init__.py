@@ -1,1 +1,1 @@
-"""placeholder"""
+"""The web viewer: reads the database, never writes it; launches ingesters."""

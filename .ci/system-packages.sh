@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Debian packages the tests use (idempotent; quick when already installed): Chromium for the browser tests.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for pkg in chromium make; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,51 @@
+"""Shared fixtures: real database files in `tmp_path`, and the real CLI run as a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.migrations import migrate
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "stats.db"
+
+
+@pytest.fixture
+def migrated_engine(db_path: Path) -> Iterator[Engine]:
+    """A writer engine on a freshly migrated real file (no lock: tests of single components only)."""
+    engine = writer_engine(db_path)
+    migrate(engine)
+    yield engine
+    close_writer_keeping_sidecars(engine, db_path)
+
+
+def ingester_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GMAIL_STATS_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def run_cli(*args: str | os.PathLike[str], timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+    """Runs `python -m ingester ARGS` as a real process and returns its result (never raises on exit codes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ingester", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ingester_env(**env),
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+    )
