@@ -1,0 +1,72 @@
+"""The launcher seam: how the viewer starts, cancels and inspects one-shot ingesters.
+
+Implementations: `launch_process` (child processes) and `launch_docker` (containers, the only Docker SDK user).
+A launcher never takes an image, mount, argv or environment from a request: only a `LaunchRequest`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+# The viewer waits this long for a launched ingester's run row, and gives a cancelled one this long to stop.
+RUN_ROW_WAIT_SECONDS = 10.0
+CANCEL_GRACE_SECONDS = 10.0
+LOG_TAIL_LINES = 200
+
+
+class LaunchCommand(StrEnum):
+    SCAN = "scan"
+    IMPORT = "import"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """What to run. `import_path` is relative to the import folder; `launch_token` goes to the ingester as
+    `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
+
+    command: LaunchCommand
+    launch_token: str
+    import_path: str | None = None
+    resume_run_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A running ingester this viewer owns: `handle` is a PID or a container id."""
+
+    handle: str
+    launch_token: str
+
+
+class LaunchError(Exception):
+    """The ingester could not be started at all (`spawn_failed`); `hint` says what to check."""
+
+    def __init__(self, message: str, *, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class Launcher(Protocol):
+    def launch(self, request: LaunchRequest) -> Launched:
+        """Starts the ingester with a fixed argv (`--quiet`, stdin closed); raises `LaunchError`."""
+        ...
+
+    def is_alive(self, launched: Launched) -> bool: ...
+
+    def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
+        """Sends SIGTERM now and SIGKILL after the grace period if still alive; returns without waiting."""
+        ...
+
+    def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
+        """The last stderr/stdout lines of the ingester."""
+        ...
+
+    def adopt(self) -> list[Launched]:
+        """Ingesters still running from before this viewer started that it can own again (Docker: by label)."""
+        ...
+
+    def reap(self) -> None:
+        """Forgets (and for Docker removes) finished ingesters whose outcome is on their run row."""
+        ...
