@@ -108,7 +108,14 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
     with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
-        result = run_import(engine=engine, request=request, reporter=reporter, cancel=cancel, clock=system_clock)
+        result = run_import(
+            engine=engine,
+            request=request,
+            reporter=reporter,
+            cancel=cancel,
+            clock=system_clock,
+            parse_workers=settings.effective_parse_workers(),
+        )
     summary = (
         f"run {result.run_id} {result.state}: {result.messages_seen:,} messages read, {result.messages_new:,} new, "
         f"{result.messages_excluded:,} excluded (spam/trash/chat), {result.messages_skipped:,} skipped"

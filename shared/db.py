@@ -9,11 +9,11 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.pool import ConnectionPoolEntry, NullPool
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool, StaticPool
 
 BUSY_TIMEOUT_MS = 5000
 # Large enough to keep the hot index pages of a 500k-message mailbox in memory, small enough for the RSS budget.
-WRITER_CACHE_KIB = 32 * 1024
+WRITER_CACHE_KIB = 8 * 1024
 
 
 def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
@@ -30,7 +30,8 @@ def writer_engine(db_path: Path) -> Engine:
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
 
-    engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+    # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
+    engine = create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
