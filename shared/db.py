@@ -37,7 +37,6 @@ def writer_engine(db_path: Path) -> Engine:
     def _configure(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         cursor.close()
@@ -66,6 +65,15 @@ def reader_engine(db_path: Path) -> Engine:
         cursor.close()
 
     return engine
+
+
+def enable_wal(engine: Engine) -> None:
+    """Switches the file to WAL (persistent); `migrate` calls it once the file is known not to be too new."""
+    raw = engine.raw_connection()  # outside any transaction: the journal mode cannot change inside one
+    try:
+        raw.driver_connection.execute("PRAGMA journal_mode=WAL")  # type: ignore[union-attr]
+    finally:
+        raw.close()
 
 
 def close_writer_keeping_sidecars(engine: Engine, db_path: Path) -> None:
