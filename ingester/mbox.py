@@ -135,7 +135,8 @@ class _Window:
 
 def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separator | None:
     """The separator whose line starts at `line_start` (already known to be a line start), if it is one."""
-    window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)
+    if window.base + len(window.data) < line_start + SEPARATOR_WINDOW:
+        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)
     rel = line_start - window.base
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
@@ -182,7 +183,8 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
     """The header block after `sep` up to its blank line, and a separator found inside it, if any."""
     start = sep.header_start
     while True:
-        window.ensure(start + 2, keep_from=start)
+        if window.base + len(window.data) < start + 2:
+            window.ensure(start + 2, keep_from=start)
         rel = start - window.base
         if window.data.startswith(b"\n", rel) or window.data.startswith(b"\r\n", rel):
             return b"", None
@@ -195,6 +197,10 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
         else:
             stop = window.base + min(rel + HEADER_CAP_BYTES, len(window.data))
         break
+    # Almost always no "\nFrom " at all inside a header block: check that in C before the general search.
+    lo = start - 1 - window.base
+    if window.data.find(_NEEDLE, max(lo, 0), stop - 1 - window.base + len(_NEEDLE)) == -1:
+        return window.slice(start, stop), None
     inner = _next_separator(window, start, stop=stop, keep_from=start)
     return window.slice(start, inner.start if inner is not None else stop), inner
 

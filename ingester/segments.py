@@ -37,12 +37,17 @@ class SegmentResult:
     end: int | None = None
 
 
-def plan_segments(path: Path, *, start: int, size: int, include_spam_trash: bool) -> list[SegmentTask]:
-    """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned."""
-    bounds = list(range(start, size, SEGMENT_BYTES)) or [start]
+def plan_segments(
+    path: Path, *, start: int, size: int, include_spam_trash: bool, segment_bytes: int = SEGMENT_BYTES
+) -> list[SegmentTask]:
+    """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned.
+
+    The last task runs to the end of the file, whatever its size by then.
+    """
+    bounds = list(range(start, size, segment_bytes)) or [start]
     last = len(bounds) - 1
     return [
-        SegmentTask(str(path), a, None if i == last else a + SEGMENT_BYTES, i == 0, include_spam_trash)
+        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash)
         for i, a in enumerate(bounds)
     ]
 
@@ -53,10 +58,10 @@ def parse_segment(task: SegmentTask) -> SegmentResult:
     with open(task.path, "rb", buffering=0) as stream:
         for region in mbox.iter_regions(stream, start=task.start, stop=task.stop, align=not task.first):
             verdict = judge_region(region, include_spam_trash=task.include_spam_trash)
-            if verdict.record is not None:
-                records.append(verdict.record)
+            if type(verdict) is MailRecord:
+                records.append(verdict)
                 result.seen += 1
-            elif verdict.skip is Skip.EXCLUDED:
+            elif verdict is Skip.EXCLUDED:
                 result.excluded += 1
                 result.seen += 1
             else:
