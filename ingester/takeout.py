@@ -19,7 +19,6 @@ from shared.normalize import (
     parse_sender,
 )
 
-
 NOBODY = SenderIdentity(key="", display_name="")
 
 
