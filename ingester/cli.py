@@ -26,6 +26,7 @@ from ingester.settings import IngesterSettings
 from ingester.signals import cancel_on_signals
 from shared.db import reader_engine
 from shared.errors import DatabaseError, GmailStatsError, UsageError
+from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.models import RunState
 from shared.runs import Run, list_runs
@@ -137,12 +138,14 @@ def _open_for_reading(settings: IngesterSettings) -> Any:
     return engine
 
 
-def _format_run(run: Run) -> str:
+def _format_run(run: Run, *, ingester_alive: bool) -> str:
     counts = f"{run.messages_seen:,} seen, {run.messages_new:,} new"
     extra = f", {run.messages_skipped:,} skipped, {run.messages_excluded:,} excluded, {run.warnings_count} warnings"
     where = f" {run.mbox_path}" if run.mbox_path else ""
     outcome = f"/{run.outcome}" if run.outcome else ""
     error = f" — {run.error}" if run.error else ""
+    if run.is_open and not ingester_alive:
+        error += " — no ingester holds the lock any more; the next run will mark this one abandoned"
     return f"#{run.run_id} {run.source} {run.state}{outcome}: {counts}{extra}{where}{error}"
 
 
@@ -156,8 +159,9 @@ def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
         json.dump([run.public_dict() for run in runs], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
+        alive = is_lock_held(settings.db)
         for run in runs:
-            print(_format_run(run))
+            print(_format_run(run, ingester_alive=alive))
         if not runs:
             print("no runs yet")
     return EXIT_OK

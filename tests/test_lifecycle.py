@@ -112,6 +112,7 @@ def test_killed_run_is_marked_abandoned_by_the_next_ingester(
     assert query(db, "SELECT state FROM ingest_runs") == [("running",)]
     listing = run_cli("runs", "--json", "--db", db)
     assert json.loads(listing.stdout)[0]["state"] == "running"  # reading alone never decides liveness
+    assert "no ingester holds the lock any more" in run_cli("runs", "--db", db).stdout
     small = tmp_path / "small.mbox"
     write_mbox(small, generate_messages(count=2, body_bytes=10, seed=3))
     assert run_cli("import", small, "--db", db).returncode == 0
