@@ -104,11 +104,13 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     counted_rfc = _existing(
         conn, "rfc_message_id", (r.rfc_message_id for r in records if r.rfc_message_id), counted_only=True
     )
+    # The Gmail id links sources only: an API row's `mail_id` is the bare id, and an mbox row keeps the id its
+    # postmark gave in `gmail_id`. Within one source it proves nothing (a Takeout postmark may not be unique).
     gmail_ids = [r.gmail_id for r in records if r.gmail_id]
     counted_gmail: set[str] = set()
     if gmail_ids:
-        key_column = "gmail_id" if source == Source.GMAIL_API else "mail_id"
-        counted_gmail = _existing(conn, key_column, gmail_ids, counted_only=True)
+        other_source_column = "gmail_id" if source == Source.GMAIL_API else "mail_id"
+        counted_gmail = _existing(conn, other_source_column, gmail_ids, counted_only=True)
 
     rows = []
     deltas: dict[str, _SenderDelta] = {}
@@ -125,8 +127,6 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
         if counted:
             if record.rfc_message_id is not None:
                 counted_rfc.add(record.rfc_message_id)
-            if record.gmail_id is not None:
-                counted_gmail.add(record.gmail_id)
             delta = deltas.get(record.sender)
             if delta is None:
                 delta = deltas[record.sender] = _SenderDelta("", None, 0, None, None, 0, 0, 0)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
+from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 
 
@@ -127,6 +128,7 @@ def migrate(engine: Engine) -> list[Migration]:
     with engine.connect() as conn:
         current = schema_version(conn)
     check_not_too_new(current)
+    enable_wal(engine)
     applied: list[Migration] = []
     for step in MIGRATIONS:
         if step.version <= current:
