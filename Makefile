@@ -34,4 +34,4 @@ scan:
 	docker compose run --rm --service-ports ingester scan
 
 import:
-	$(BIN)/gmail-stats import "$(MBOX)"
+	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox' >&2; exit 2; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" ingester import "/mbox/$$(basename -- "$(MBOX)")"

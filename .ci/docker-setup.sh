@@ -74,7 +74,7 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     # The package index is reached through this machine's trust store; the image needs the same one for pip.
     cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/etc/ssl/certs/ca-certificates.crt"
     # Trim what a Python runtime never needs (docs, man pages, apt lists): a smaller base for every image.
-    rm -rf "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/* \
+    rm -rf "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/* "$ROOTFS"/usr/share/info/* "$ROOTFS"/usr/share/locale/* \
         "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/cache/apt/*.bin "$ROOTFS"/var/cache/apt/archives/*.deb
     tar -C "$ROOTFS" -c . | docker import \
         --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \

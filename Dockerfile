@@ -1,0 +1,41 @@
+# One image for both services: the ingester (default entrypoint) and the viewer (compose overrides the entrypoint).
+# CI and these machines build FROM a debootstrapped Debian base (`.ci/docker-setup.sh`); elsewhere python:3.12-slim.
+ARG PYTHON_IMAGE=python:3.12-slim
+
+# Build stage: the lock (uv.lock) becomes a hashed requirements file, installed into /opt/venv with pip.
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
+RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --quiet "uv==0.13.9"
+WORKDIR /src
+COPY pyproject.toml uv.lock ./
+# Google's client ships ~110 MB of discovery documents; the scan only uses Gmail's. Bytecode stays: the root
+# filesystem is read-only at run time, so compiled modules are what keeps a launch fast.
+RUN /opt/uv/bin/uv export --frozen --no-dev --no-emit-project --quiet --output-file requirements.txt \
+    && python3 -m venv /opt/venv \
+    && /opt/venv/bin/pip install --quiet --require-hashes --no-deps -r requirements.txt \
+    && find /opt/venv/lib/python3*/site-packages/googleapiclient/discovery_cache/documents \
+        -name '*.json' ! -name 'gmail.*' -delete \
+    && cd /opt/venv/lib/python3*/site-packages \
+    && rm -rf pip pip-* setuptools setuptools-* pkg_resources _distutils_hack distutils-precedence.pth
+
+# Runtime stage: the venv, the three packages, a non-root user; nothing else.
+FROM ${PYTHON_IMAGE}
+RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gmailstats \
+    && mkdir -p /data /imports /secrets \
+    && chown gmailstats:gmailstats /data /secrets
+COPY --from=build /opt/venv /opt/venv
+COPY shared /app/shared
+COPY ingester /app/ingester
+COPY viewer /app/viewer
+RUN python3 -m compileall -q /app
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONPATH=/app \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    GMAIL_STATS_DB=/data/stats.db \
+    GMAIL_STATS_IMPORT_DIR=/imports
+WORKDIR /app
+USER 10001:10001
+# The ingester installs SIGTERM/SIGINT handlers itself, so `docker stop` (SIGTERM to PID 1) records `cancelled`.
+ENTRYPOINT ["python3", "-m", "ingester"]
+CMD ["--help"]

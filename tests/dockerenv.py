@@ -1,0 +1,135 @@
+"""The Docker engine for tests marked `docker`: required under CI=true, skipped with one line elsewhere.
+
+Tests drive the engine through the `docker` CLI (only `viewer/launch_docker.py` imports the SDK) and build the
+stack's image once per session, from the debootstrapped base when `.ci/docker-setup.sh` made one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+IMAGE = "gmail-stats:local"
+LOCAL_BASE = "gmail-stats/python-base:local"
+INGESTER_UID = 10001
+
+
+def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args)} failed ({result.returncode}): {result.stderr.strip()}")
+    return result
+
+
+def engine_problem() -> str | None:
+    """Why no engine is usable, or None when `docker info` answers."""
+    if shutil.which("docker") is None:
+        return "no docker CLI on PATH (run .ci/docker-setup.sh)"
+    try:
+        result = docker("info", "--format", "{{.ServerVersion}}", check=False, timeout=20)
+    except subprocess.TimeoutExpired:
+        return "docker info timed out"
+    if result.returncode != 0:
+        return "no Docker engine reachable (run .ci/docker-setup.sh)"
+    return None
+
+
+def require_engine() -> None:
+    problem = engine_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def python_image() -> str:
+    if "PYTHON_IMAGE" in os.environ:
+        return os.environ["PYTHON_IMAGE"]
+    has_local = docker("image", "inspect", LOCAL_BASE, check=False).returncode == 0
+    return LOCAL_BASE if has_local else "python:3.12-slim"
+
+
+def compose_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GMAIL_STATS_", "COMPOSE_"))}
+    env["PYTHON_IMAGE"] = python_image()
+    env.update(extra)
+    return env
+
+
+def build_image() -> None:
+    """`docker compose build` (incremental: layers are cached between sessions)."""
+    result = subprocess.run(
+        ["docker", "compose", "--profile", "ingester", "build"],
+        cwd=REPO_ROOT,
+        env=compose_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def containers_with_label(label: str) -> list[str]:
+    listing = docker("ps", "--all", "--quiet", "--filter", f"label={label}")
+    return listing.stdout.split()
+
+
+def remove_containers(label: str) -> None:
+    ids = containers_with_label(label)
+    if ids:
+        docker("rm", "--force", *ids, check=False)
+
+
+def container_state(container_id: str) -> dict[str, object]:
+    result = docker("inspect", container_id, check=False)
+    if result.returncode != 0:
+        return {}
+    state: dict[str, object] = json.loads(result.stdout)[0]["State"]
+    return state
+
+
+def throttle(container_id: str, cpus: str = "0.1") -> None:
+    """Slows a launched ingester down (a cgroup CPU quota) so a test can act mid-run on a small file."""
+    docker("update", "--cpus", cpus, container_id, check=False)
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float, message: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:.0f} s: {message}")
+
+
+def writable_dir(path: Path) -> Path:
+    """A host folder the image's non-root user can write (the data folder of a bind-mounted test stack)."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, INGESTER_UID, INGESTER_UID)
+    return path
+
+
+@functools.cache
+def _built() -> str:
+    build_image()
+    return IMAGE
+
+
+def ensure_image() -> str:
+    """Requires the engine, then builds the image once per test session."""
+    require_engine()
+    return _built()
