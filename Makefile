@@ -7,7 +7,7 @@ MBOX ?=
 .PHONY: install fmt check test bench up down logs scan import
 
 install:
-	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups
+	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups --compile-bytecode
 
 fmt:
 	$(BIN)/ruff format shared ingester viewer tests bench && $(BIN)/ruff check --fix shared ingester viewer tests bench
