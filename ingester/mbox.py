@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from ingester.headers import MONTHS
 
-CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
 # A header block longer than this is truncated (framing is unaffected); Takeout header blocks are a few KB.
 HEADER_CAP_BYTES = 4 * 1024 * 1024
 # Separator lines are short; a candidate line is judged within this many bytes.

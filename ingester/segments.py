@@ -12,7 +12,8 @@ from ingester import mbox
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region
 
-SEGMENT_BYTES = 16 * 1024 * 1024
+# Small enough that a worker holds little (records of one segment), large enough that IPC and commits are rare.
+SEGMENT_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ All SQL the ingesters run on `seen_mails`/`senders` lives here. Callers own the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -12,9 +13,6 @@ from sqlalchemy import Connection
 
 from ingester.records import MailRecord
 from shared.models import Source
-
-# Well under SQLite's 32,766 bound parameters per statement.
-_IN_CHUNK = 5000
 
 _INSERT_SEEN = (
     "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"
@@ -79,16 +77,17 @@ class _SenderDelta:
 
 
 def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_only: bool = False) -> set[str]:
-    """Which of `values` already stand in `seen_mails.<column>` (a fixed column name of ours, never input)."""
+    """Which of `values` already stand in `seen_mails.<column>` (a fixed column name of ours, never input).
+
+    The values travel as one JSON array so the statement text never varies: an `IN (?, ?, ...)` list of varying
+    length would fill the driver's statement cache with large prepared statements, growing memory per batch.
+    """
     wanted = list(dict.fromkeys(values))
-    found: set[str] = set()
+    if not wanted:
+        return set()
     extra = " AND counted = 1" if counted_only else ""
-    for i in range(0, len(wanted), _IN_CHUNK):
-        chunk = wanted[i : i + _IN_CHUNK]
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT {column} FROM seen_mails WHERE {column} IN ({marks}){extra}"
-        found.update(row[0] for row in conn.exec_driver_sql(sql, tuple(chunk)))
-    return found
+    sql = f"SELECT {column} FROM seen_mails WHERE {column} IN (SELECT value FROM json_each(?)){extra}"
+    return {row[0] for row in conn.exec_driver_sql(sql, (json.dumps(wanted),))}
 
 
 def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int) -> BatchOutcome:
