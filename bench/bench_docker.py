@@ -21,7 +21,8 @@ from pathlib import Path
 from shared.db import reader_engine
 from shared.runs import run_by_launch_token
 from tests.factories import generate_messages, write_mbox
-from viewer.launch_docker import STACK_LABEL, DockerLauncher, DockerStack, connect
+from viewer.container_spec import STACK_LABEL, DockerStack
+from viewer.launch_docker import DockerLauncher, connect
 from viewer.launcher import LaunchCommand, LaunchRequest
 
 BENCH_DIR = Path(__file__).resolve().parent

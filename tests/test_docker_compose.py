@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import compose_env, docker, ensure_image, remove_containers, throttle, wait_for
 from tests.factories import generate_messages, write_mbox
-from viewer.launch_docker import STACK_LABEL, DockerLauncher, DockerStack, connect
+from viewer.container_spec import STACK_LABEL, DockerStack
+from viewer.launch_docker import DockerLauncher, connect, stack_from_container
 from viewer.launcher import LaunchCommand, LaunchRequest
 
 pytestmark = pytest.mark.docker
@@ -126,3 +127,34 @@ def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(projec
         launcher.reap()
     finally:
         launcher.close()
+
+
+def test_launched_ingesters_get_the_stacks_host_paths_whatever_folder_compose_ran_from(
+    project: Project, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "some other folder"
+    elsewhere.mkdir()
+    env = {**project.env, "GMAIL_STATS_IMPORTS": "./tests/artifacts/docker-imports"}
+    env.pop("GMAIL_STATS_SECRETS")
+    created = subprocess.run(
+        ["docker", "compose", "--file", str(REPO_ROOT / "compose.yaml"), "--profile", "ingester", "create", "ingester"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert created.returncode == 0, created.stderr
+    (container_id,) = docker(
+        "ps", "--all", "--quiet", "--filter", f"label=com.docker.compose.project={project.name}"
+    ).stdout.split()
+    stack = stack_from_container(json.loads(docker("inspect", container_id).stdout)[0])
+    assert stack == DockerStack(
+        name=project.name,
+        image="gmail-stats:local",
+        data=f"{project.name}-data",
+        imports=str(REPO_ROOT / "tests/artifacts/docker-imports"),
+        secrets=str(REPO_ROOT / "secrets"),
+        network=f"{project.name}_default",
+    )

@@ -23,7 +23,8 @@ from tests.dockerenv import (
 )
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, query
-from viewer.launch_docker import STACK_LABEL, DockerLauncher, DockerStack, connect
+from viewer.container_spec import STACK_LABEL, DockerStack
+from viewer.launch_docker import DockerLauncher, connect
 from viewer.launcher import LaunchCommand, Launched, LaunchError, LaunchRequest
 
 pytestmark = pytest.mark.docker

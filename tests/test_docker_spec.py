@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from viewer.launch_docker import (
-    ContainerSpec,
-    DockerStack,
-    MountSpec,
-    container_spec,
-    create_kwargs,
-)
+from viewer.container_spec import ContainerSpec, DockerStack, MountSpec, container_spec
+from viewer.launch_docker import create_kwargs, stack_from_container
 from viewer.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 STACK = DockerStack(
@@ -139,3 +134,38 @@ def test_import_paths_outside_the_import_folder_are_refused(path: str | None) ->
     request = LaunchRequest(LaunchCommand.IMPORT, launch_token="x", import_path=path)
     with pytest.raises(LaunchError):
         container_spec(STACK, request, environment={})
+
+
+def test_the_stack_comes_from_the_viewers_own_container() -> None:
+    attrs = {
+        "Name": "/gmail-stats-viewer-1",
+        "Config": {
+            "Image": "gmail-stats:local",
+            "Labels": {
+                "com.docker.compose.project": "mystack",
+                "com.docker.compose.project.working_dir": "/home/me/gmail stats",
+                "gmail-stats.secrets": "./secrets",
+            },
+        },
+        "Mounts": [
+            {
+                "Type": "volume",
+                "Name": "gmail-stats-data",
+                "Source": "/var/lib/docker/volumes/x",
+                "Destination": "/data",
+            },
+            {"Type": "bind", "Source": "/home/me/gmail stats/imports", "Destination": "/imports"},
+            {"Type": "bind", "Source": "/var/run/docker.sock", "Destination": "/var/run/docker.sock"},
+        ],
+        "NetworkSettings": {"Networks": {"mystack_default": {}}},
+    }
+    assert stack_from_container(attrs) == DockerStack(
+        name="mystack",
+        image="gmail-stats:local",
+        data="gmail-stats-data",
+        imports="/home/me/gmail stats/imports",
+        secrets="/home/me/gmail stats/secrets",
+        network="mystack_default",
+    )
+    with pytest.raises(LaunchError):
+        stack_from_container({"Config": {}, "Mounts": []})
