@@ -27,6 +27,7 @@ COPY --from=build /opt/venv /opt/venv
 COPY shared /app/shared
 COPY ingester /app/ingester
 COPY viewer /app/viewer
+COPY docker/viewer-entrypoint.sh /usr/local/bin/viewer-entrypoint
 RUN python3 -m compileall -q /app
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/app \
