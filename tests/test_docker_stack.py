@@ -1,0 +1,205 @@
+"""The whole compose stack end to end, through the published port and the engine: onboarding, a read-only viewer,
+UI imports in launched containers, the lock against `make import`, Cancel/Resume, and a viewer restarted mid-run.
+
+Each test brings up a project of its own (its own volume, folders and a free loopback port) and takes it down.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.dockerenv import compose_env, docker, ensure_image, remove_containers, throttle, wait_for
+from tests.factories import generate_messages, write_mbox
+from viewer.container_spec import STACK_LABEL
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(not (REPO_ROOT / "viewer" / "app.py").exists(), reason="the viewer (issue 4) is not merged"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Stack:
+    def __init__(self, tmp_path: Path) -> None:
+        self.name = f"gmstest-{uuid.uuid4().hex[:8]}"
+        self.imports = tmp_path / "imports"
+        self.imports.mkdir()
+        (tmp_path / "secrets").mkdir()
+        self.port = free_port()
+        self.env = compose_env(
+            COMPOSE_PROJECT_NAME=self.name,
+            GMAIL_STATS_VOLUME=f"{self.name}-data",
+            GMAIL_STATS_IMPORTS=str(self.imports),
+            GMAIL_STATS_SECRETS=str(tmp_path / "secrets"),
+            GMAIL_STATS_PUBLISHED_PORT=str(self.port),
+        )
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["docker", "compose", *args],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def up(self) -> None:
+        result = self.compose("up", "--detach", "--wait", timeout=300)
+        assert result.returncode == 0, result.stderr + self.compose("logs").stdout[-3000:]
+
+    def status(self) -> dict[str, Any]:
+        response = self.http.get("/api/status")
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        token = self.status()["csrf_token"]
+        return self.http.post(path, json=body, headers={"X-Gmail-Stats-Csrf": token})
+
+    def run(self, run_id: int) -> dict[str, Any]:
+        runs = self.http.get("/api/runs").json()["runs"]
+        (run,) = [r for r in runs if r["run_id"] == run_id]
+        return dict(run)
+
+    def wait_run(self, run_id: int, *states: str, timeout: float = 120) -> dict[str, Any]:
+        wait_for(lambda: self.run(run_id)["state"] in states, timeout=timeout, message=f"run {run_id} in {states}")
+        return self.run(run_id)
+
+    def ingesters(self, *, running: bool = False) -> list[str]:
+        filters = ["--filter", f"label={STACK_LABEL}={self.name}"]
+        if running:
+            filters += ["--filter", "status=running"]
+        return docker("ps", "--all", "--quiet", *filters).stdout.split()
+
+    def make_import(self, mbox: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "--no-print-directory", "import", f"MBOX={mbox}"],
+            cwd=REPO_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def down(self) -> None:
+        self.http.close()
+        remove_containers(f"{STACK_LABEL}={self.name}")
+        self.compose("--profile", "ingester", "down", "--volumes", "--remove-orphans")
+        docker("volume", "rm", "--force", f"{self.name}-data", check=False)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    ensure_image()
+    made = Stack(tmp_path)
+    try:
+        made.up()
+        yield made
+    finally:
+        made.down()
+
+
+def big_mbox(stack: Stack, name: str = "big.mbox") -> tuple[Path, int]:
+    path = stack.imports / name
+    expected = write_mbox(path, generate_messages(count=12000, body_bytes=1500, senders=300))
+    return path, sum(expected.values())
+
+
+def start_throttled_import(stack: Stack, path: str) -> int:
+    response = stack.post("/api/runs", {"source": "mbox", "path": path})
+    assert response.status_code == 202, response.text
+    run_id: int = response.json()["run_id"]
+    (container,) = stack.ingesters(running=True)
+    throttle(container, cpus="0.03")
+    return run_id
+
+
+def test_onboarding_status_and_a_viewer_that_cannot_write_data(stack: Stack) -> None:
+    status = stack.status()
+    assert (status["db"], status["active_run"], status["last_run"], status["ingest_lock_held"]) == (
+        "missing",
+        None,
+        None,
+        False,
+    )
+    assert stack.http.get("/api/imports").json()["files"] == []
+    probe = stack.compose(
+        "exec", "-T", "viewer", "sh", "-c", "touch /data/stats.db; grep -E '^(Uid|CapEff)' /proc/1/status"
+    )
+    assert "Read-only file system" in probe.stderr
+    assert probe.stdout.split() == ["Uid:", "10001", "10001", "10001", "10001", "CapEff:", "0000000000000000"]
+    assert stack.http.get("/api/status", headers={"Host": "evil.example"}).status_code == 403
+
+
+def test_ui_import_runs_in_a_new_container_and_the_counts_match(stack: Stack) -> None:
+    expected = write_mbox(
+        stack.imports / "Takeout mail.mbox", generate_messages(count=800, body_bytes=300, spam_every=9)
+    )
+    response = stack.post("/api/runs", {"source": "mbox", "path": "Takeout mail.mbox"})
+    assert response.status_code == 202, response.text
+    run = stack.wait_run(response.json()["run_id"], "done", "failed")
+    assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))
+    exported = stack.compose("run", "--rm", "ingester", "export")
+    assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
+    # The viewer removes the finished container once it has seen the outcome.
+    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished ingester removed")
+
+
+def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(stack: Stack) -> None:
+    path, total = big_mbox(stack)
+    run_id = start_throttled_import(stack, "big.mbox")
+    stack.wait_run(run_id, "running")
+    refused = stack.make_import(path)
+    assert refused.returncode != 0 and "Error 75" in refused.stderr, refused.stderr
+    assert "another ingester is already running" in refused.stderr
+    assert stack.post("/api/runs", {"source": "mbox", "path": "big.mbox"}).json()["error"] == "run_active"
+    cancelled_at = time.monotonic()
+    assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
+    run = stack.wait_run(run_id, "cancelled", "abandoned", "done", timeout=20)
+    assert run["state"] == "cancelled" and time.monotonic() - cancelled_at < 12  # SIGTERM honoured, not SIGKILL
+    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, message="cancelled ingester exits")
+    resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
+    assert resumed.status_code == 202, resumed.text
+    assert resumed.json()["run_id"] == run_id
+    final = stack.wait_run(run_id, "done", "failed")
+    assert (final["outcome"], final["messages_new"], final["messages_seen"]) == ("complete", total, total)
+    assert len(stack.http.get("/api/runs").json()["runs"]) == 1  # the refused ingester left no run behind
+    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished ingesters removed")
+
+
+def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
+    big_mbox(stack)
+    run_id = start_throttled_import(stack, "big.mbox")
+    stack.wait_run(run_id, "running")
+    assert stack.status()["owns_active_run"] is True
+    restarted = stack.compose("restart", "viewer")
+    assert restarted.returncode == 0, restarted.stderr
+    stack.up()  # waits for the healthcheck again
+    status = stack.status()
+    assert (status["active_run"]["run_id"], status["owns_active_run"]) == (run_id, True)
+    assert stack.http.get(f"/api/runs/{run_id}/log").status_code == 200
+    assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
+    assert stack.wait_run(run_id, "cancelled", "abandoned", timeout=20)["state"] == "cancelled"
+    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="cancelled ingester removed")
