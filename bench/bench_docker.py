@@ -18,6 +18,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
+
 from shared.db import reader_engine
 from shared.runs import run_by_launch_token
 from tests.factories import generate_messages, write_mbox
@@ -102,6 +104,8 @@ def run_state(db: Path, token: str) -> str | None:
     try:
         with engine.connect() as conn:
             run = run_by_launch_token(conn, token)
+    except OperationalError:
+        return None  # created but not migrated yet
     finally:
         engine.dispose()
     return run.state if run is not None else None

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
+from shared.db import reader_engine
 from shared.runs import Run, run_by_launch_token
 from tests.dockerenv import (
     container_state,
@@ -48,12 +50,12 @@ class Stack:
     def run(self, launched: Launched) -> Run | None:
         if not self.db.exists():
             return None
-        from shared.db import reader_engine
-
         engine = reader_engine(self.db)
         try:
             with engine.connect() as conn:
                 return run_by_launch_token(conn, launched.launch_token)
+        except OperationalError:
+            return None  # created but not migrated yet, or busy: look again
         finally:
             engine.dispose()
 
@@ -66,6 +68,13 @@ class Stack:
         run = self.run(launched)
         assert run is not None
         return run
+
+    def reap_all(self, launcher: DockerLauncher, *launched: Launched) -> None:
+        """Waits for the containers to exit (a finished run row comes just before), reaps, and checks none is left."""
+        for one in launched:
+            assert launcher.wait_for_exit(one, timeout=60), f"{one.handle} still running"
+        launcher.reap()
+        assert containers_with_label(f"{STACK_LABEL}={self.name}") == []
 
     def close(self) -> None:
         for launcher in self.launchers:
@@ -103,8 +112,7 @@ def test_import_container_finishes_with_exact_counts_and_is_removed(stack: Stack
     assert counts_of(stack.db) == expected
     wait_for(lambda: not launcher.is_alive(launched), timeout=30, message="container exits after its run")
     assert container_state(launched.handle)["ExitCode"] == 0
-    launcher.reap()
-    assert containers_with_label(f"{STACK_LABEL}={stack.name}") == []
+    stack.reap_all(launcher, launched)
     # The log outlives the container; `--quiet` leaves it empty unless something went wrong.
     assert launcher.log_tail(launched) == []
 
@@ -124,8 +132,7 @@ def test_cancel_stops_the_container_and_resume_finishes_exactly(stack: Stack, mb
     final = stack.wait_state(resumed, "done", "failed")
     assert (final.run_id, final.outcome) == (first.run_id, "complete")
     assert counts_of(stack.db) == expected
-    launcher.reap()
-    assert containers_with_label(f"{STACK_LABEL}={stack.name}") == []
+    stack.reap_all(launcher, launched, resumed)
 
 
 def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
@@ -152,8 +159,7 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     final = stack.wait_state(resumed, "done", "failed")
     assert (final.run_id, final.outcome) == (killed_run.run_id, "complete")
     assert counts_of(stack.db) == expected  # the small file's three messages are in the big one too
-    launcher.reap()
-    assert containers_with_label(f"{STACK_LABEL}={stack.name}") == []
+    stack.reap_all(launcher, killed, other, resumed)
 
 
 def test_a_new_launcher_adopts_a_running_container_and_can_cancel_it(stack: Stack, mbox_messages: list[object]) -> None:
@@ -168,10 +174,8 @@ def test_a_new_launcher_adopts_a_running_container_and_can_cancel_it(stack: Stac
     assert after.is_alive(launched)
     after.cancel(launched)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
-    wait_for(lambda: not after.is_alive(launched), timeout=15, message="adopted container stops")
-    after.reap()
+    stack.reap_all(after, launched)
     assert after.adopt() == []
-    assert containers_with_label(f"{STACK_LABEL}={stack.name}") == []
 
 
 def test_a_missing_image_is_a_launch_error_with_a_hint(tmp_path: Path) -> None:
