@@ -1,0 +1,1 @@
+"""Viewer latency benchmark (filled in below)."""
