@@ -16,6 +16,7 @@ from shared.runs import Run, list_runs, open_run
 from shared.summary import SENDER_COLUMNS, SenderRow, all_senders, summary_document
 from shared.timeutil import Clock
 from viewer import queries
+from viewer.cache import ResponseCache
 from viewer.control import LaunchAsk, RunControl
 from viewer.database import Database
 from viewer.imports import list_mbox_files
@@ -26,28 +27,34 @@ from viewer.status import RateTracker
 
 router = APIRouter(prefix="/api")
 
+# The dependencies are `async` on purpose: they only read `app.state`, and a sync one would cost a threadpool hop.
 
-def _database(request: Request) -> Database:
+
+async def _database(request: Request) -> Database:
     return request.app.state.database  # type: ignore[no-any-return]
 
 
-def _control(request: Request) -> RunControl:
+async def _control(request: Request) -> RunControl:
     return request.app.state.control  # type: ignore[no-any-return]
 
 
-def _settings(request: Request) -> ViewerSettings:
+async def _settings(request: Request) -> ViewerSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def _clock(request: Request) -> Clock:
+async def _clock(request: Request) -> Clock:
     return request.app.state.clock  # type: ignore[no-any-return]
 
 
-def _rates(request: Request) -> RateTracker:
+async def _rates(request: Request) -> RateTracker:
     return request.app.state.rates  # type: ignore[no-any-return]
 
 
-def _csrf_token(request: Request) -> str:
+async def _cache(request: Request) -> ResponseCache:
+    return request.app.state.cache  # type: ignore[no-any-return]
+
+
+async def _csrf_token(request: Request) -> str:
     return request.app.state.csrf_token  # type: ignore[no-any-return]
 
 
@@ -57,6 +64,7 @@ SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
 ClockDep = Annotated[Clock, Depends(_clock)]
 RatesDep = Annotated[RateTracker, Depends(_rates)]
 CsrfDep = Annotated[str, Depends(_csrf_token)]
+CacheDep = Annotated[ResponseCache, Depends(_cache)]
 
 
 def _run_json(run: Run | None, control: RunControl) -> dict[str, Any] | None:
@@ -84,6 +92,15 @@ def senders(
     order: SortOrder = SortOrder.DESC,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    *,
+    cache: CacheDep,
+) -> dict[str, Any]:
+    key = ("senders", q, sort, order, offset, limit)
+    return cache.get(key, database.change_key(), lambda: _senders(database, clock, q, sort, order, offset, limit))  # type: ignore[no-any-return]
+
+
+def _senders(
+    database: Database, clock: Clock, q: str, sort: SortKey, order: SortOrder, offset: int, limit: int
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"total": 0, "senders": [], "total_messages": 0, "total_senders": 0, "top_sender": None}
     if database.exists():
@@ -141,38 +158,42 @@ def status(
     clock: ClockDep,
     rates: RatesDep,
     csrf_token: CsrfDep,
+    cache: CacheDep,
 ) -> dict[str, Any]:
     control.reap()
-    now = clock()
     lock_held = is_lock_held(settings.db)
-    state = DbState.MISSING
-    active = last = None
-    mixed, unrepaired = False, 0
-    if database.exists():
-        with database.connect() as conn:
-            snap = database.snapshot(conn)
-            state = snap.state
-            if database.schema_ready(conn):
-                # An open row without the lock belongs to a dead ingester: it is history, not activity.
-                active = open_run(conn) if lock_held else None
-                recent = list_runs(conn, limit=2)
-                last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
-            if snap.mix is not None:
-                mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
-    progress = rates.observe(active)
-    return {
-        "db": str(state),
-        "now_unix": int(now),
-        "ingest_lock_held": lock_held,
-        "active_run": _run_json(active, control),
-        "last_run": _run_json(last, control),
-        "owns_active_run": control.owns(active) is not None,
-        "mixed_sources": mixed,
-        "unrepaired_count": unrepaired,
-        "rate_per_sec": progress.rate_per_sec,
-        "eta_seconds": progress.eta_seconds,
-        "csrf_token": csrf_token,
-    }
+
+    def compute() -> dict[str, Any]:
+        state = DbState.MISSING
+        active = last = None
+        mixed, unrepaired = False, 0
+        if database.exists():
+            with database.connect() as conn:
+                snap = database.snapshot(conn)
+                state = snap.state
+                if database.schema_ready(conn):
+                    # An open row without the lock belongs to a dead ingester: it is history, not activity.
+                    active = open_run(conn) if lock_held else None
+                    recent = list_runs(conn, limit=2)
+                    last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
+                if snap.mix is not None:
+                    mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
+        progress = rates.observe(active)
+        return {
+            "db": str(state),
+            "ingest_lock_held": lock_held,
+            "active_run": _run_json(active, control),
+            "last_run": _run_json(last, control),
+            "owns_active_run": control.owns(active) is not None,
+            "mixed_sources": mixed,
+            "unrepaired_count": unrepaired,
+            "rate_per_sec": progress.rate_per_sec,
+            "eta_seconds": progress.eta_seconds,
+            "csrf_token": csrf_token,
+        }
+
+    document = cache.get("status", (database.change_key(), lock_held), compute)
+    return {**document, "now_unix": int(clock())}
 
 
 @router.get("/runs")
@@ -194,14 +215,19 @@ def imports(settings: SettingsDep) -> dict[str, Any]:
 
 
 @router.post("/runs", status_code=202)
-def start_run(body: LaunchBody, control: ControlDep) -> dict[str, Any]:
-    run_id = control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
+def start_run(body: LaunchBody, control: ControlDep, cache: CacheDep) -> dict[str, Any]:
+    cache.clear()
+    try:
+        run_id = control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
+    finally:
+        cache.clear()  # the new run is ours: `owned` changes without the files changing
     return {"run_id": run_id}
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202)
-def cancel_run(run_id: int, control: ControlDep) -> dict[str, Any]:
+def cancel_run(run_id: int, control: ControlDep, cache: CacheDep) -> dict[str, Any]:
     control.cancel(run_id)
+    cache.clear()
     return {"run_id": run_id}
 
 

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from shared.timeutil import Clock, system_clock
 from viewer.api import router
+from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
 from viewer.errors import install_error_handlers
@@ -28,6 +29,7 @@ from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
+POLL_CACHE_SECONDS = 1.0
 
 
 @runtime_checkable
@@ -81,6 +83,8 @@ def create_app(
     app.state.clock = clock
     app.state.rates = RateTracker(clock)
     app.state.csrf_token = csrf_token
+    # Polled answers are shared for up to a second while the database files are unchanged.
+    app.state.cache = ResponseCache(ttl=POLL_CACHE_SECONDS)
     install_error_handlers(app)
     app.include_router(router)
 

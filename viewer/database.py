@@ -47,6 +47,18 @@ class Database:
     def exists(self) -> bool:
         return self.path.is_file()
 
+    def change_key(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """Identity, size and mtime of the file and its WAL: every commit or checkpoint changes it."""
+        key: list[tuple[int, int, int] | None] = []
+        for path in (self.path, Path(f"{self.path}-wal")):
+            try:
+                info = path.stat()
+            except OSError:
+                key.append(None)
+            else:
+                key.append((info.st_ino, info.st_size, info.st_mtime_ns))
+        return tuple(key)
+
     @contextmanager
     def connect(self) -> Iterator[Connection]:
         """A short read-only connection; driver errors leave as `ApiError(503, ...)`."""
@@ -58,10 +70,11 @@ class Database:
 
     @contextmanager
     def _open(self) -> Iterator[Connection]:
-        """Opens the WAL with a short retry, then falls back to plain `mode=ro` if the sidecars stay missing.
+        """Opens strictly read-only; when the sidecars are missing, falls back to plain `mode=ro`.
 
         A writer whose last connection closes deletes `-wal`/`-shm` (until it reconnects, or for good if it is then
-        killed); a `readonly_shm` reader cannot re-create them. Once a reader is in, its shared lock keeps them.
+        killed), and a `readonly_shm` reader cannot re-create them (SQLITE_CANTOPEN). Plain `mode=ro` can, where
+        the folder is writable; on a read-only mount it fails the same way and the answer is 503 `busy`.
         """
         deadline = time.monotonic() + _OPEN_PATIENCE_SECONDS
         while True:
@@ -70,9 +83,7 @@ class Database:
                     conn.exec_driver_sql(_PROBE).all()
                 except DBAPIError as exc:
                     name = getattr(exc.orig, "sqlite_errorname", "")
-                    if not (name.startswith("SQLITE_CANTOPEN") or name.startswith("SQLITE_BUSY")):
-                        raise
-                    if time.monotonic() < deadline:
+                    if name.startswith("SQLITE_BUSY") and time.monotonic() < deadline:
                         time.sleep(_OPEN_RETRY_SECONDS)
                         continue
                     if not name.startswith("SQLITE_CANTOPEN"):
@@ -98,15 +109,15 @@ class Database:
 
     def _facts(self, conn: Connection) -> tuple[Totals, SourceMix]:
         key = queries.runs_fingerprint(conn)
-        now = time.monotonic()
+        # Held while computing: concurrent pollers wait for one computation instead of repeating it.
         with self._lock:
             cached = self._cached
-        if cached is not None and cached[0] == key and now - cached[1] < _CACHE_SECONDS:
-            return cached[2], cached[3]
-        totals, mix = queries.totals(conn), queries.source_mix(conn)
-        with self._lock:
+            now = time.monotonic()
+            if cached is not None and cached[0] == key and now - cached[1] < _CACHE_SECONDS:
+                return cached[2], cached[3]
+            totals, mix = queries.totals(conn), queries.source_mix(conn)
             self._cached = (key, now, totals, mix)
-        return totals, mix
+            return totals, mix
 
     def require_ready(self, conn: Connection) -> Snapshot:
         """The snapshot of a readable database; a too-new schema is a 503 the page explains."""

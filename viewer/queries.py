@@ -147,13 +147,13 @@ def source_mix(conn: Connection) -> SourceMix:
 
 
 def runs_fingerprint(conn: Connection) -> tuple[int, int, int, int]:
-    """Changes whenever any ingester commits progress: the cache key for totals and the source mix."""
+    """Changes whenever an ingester counts something (not on mere heartbeats): the key for totals and the mix."""
     row = conn.execute(
         select(
             func.count(),
-            func.coalesce(func.max(_RUNS.c.updated_at_unix), 0),
             func.coalesce(func.sum(_RUNS.c.messages_new), 0),
             func.coalesce(func.sum(_RUNS.c.messages_seen), 0),
+            func.coalesce(func.sum(_RUNS.c.messages_excluded + _RUNS.c.messages_skipped), 0),
         )
     ).one()
     return int(row[0]), int(row[1]), int(row[2]), int(row[3])
