@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+
 from fastapi.routing import APIRoute
 
 from tests.conftest import REPO_ROOT
