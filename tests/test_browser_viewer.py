@@ -4,12 +4,18 @@ errors and no CSP violations. Screenshots of the main states go to tests/artifac
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from sqlalchemy import text
 
+from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.lock import IngestLock
+from shared.models import Source
+from shared.runs import create_run
 from tests.browser_support import Console, browser, serve, shoot
 from tests.viewer_support import make_settings, mbox_bytes, seed
 
@@ -146,3 +152,74 @@ def test_cancel_then_resume_from_history(chromium: Browser, tmp_path: Path) -> N
         expect(page.locator("#history-list li")).to_have_count(1)  # resumed in place, not a new run
         expect(page.locator("#tile-messages")).to_have_text("200,000")
     assert console.problems == []
+
+
+def test_progress_states_consent_stall_retry_failure_and_mixed_sources(
+    chromium: Browser, tmp_path: Path, db_path: Path
+) -> None:
+    seed(db_path)
+    engine = writer_engine(db_path)
+
+    def write(sql: str, **params: object) -> None:
+        with engine.begin() as conn:
+            conn.execute(text(sql), params)
+
+    with engine.begin() as conn:
+        run_id = create_run(conn, source=Source.GMAIL_API, pid=1, now=time.time())
+        for i in range(4):  # scan rows without a Message-ID beside an earlier import: mixed sources
+            conn.execute(text("INSERT INTO seen_mails (mail_id, source) VALUES (:m, 'gmail_api')"), {"m": f"18c{i}"})
+    consent = "https://accounts.google.com/o/oauth2/auth?client_id=x&state=y"
+    write(
+        "UPDATE ingest_runs SET state = 'awaiting_auth', auth_url = :u, total_estimate = 5000 WHERE run_id = :r",
+        u=consent,
+        r=run_id,
+    )
+    lock = IngestLock(db_path)  # a terminal ingester "runs" until the lock is released
+    lock.acquire()
+    try:
+        with serve(make_settings(tmp_path)) as url:
+            page, console = _page(chromium, dark=True)
+            page.goto(url)
+            link = page.locator("#progress-consent-link")
+            expect(link).to_be_visible()
+            expect(link).to_have_attribute("href", consent)
+            expect(link).to_have_attribute("rel", "noopener noreferrer")
+            expect(page.locator("#progress-chip")).to_have_text("awaiting consent")
+            expect(page.locator("#progress-elsewhere")).to_be_visible()  # started in a terminal: no Cancel
+            expect(page.locator("#progress-cancel")).to_be_hidden()
+            expect(page.locator("#mixed")).to_be_visible()
+            expect(page.locator("#mixed-text")).to_contain_text("4 scanned messages")
+            shoot(page, "consent-1280-dark")
+
+            write("UPDATE ingest_runs SET auth_url = 'https://evil.example/o/oauth2/auth' WHERE run_id = :r", r=run_id)
+            expect(page.locator("#progress-consent")).to_be_hidden()  # only Google's own origin gets a link
+
+            write(
+                "UPDATE ingest_runs SET state = 'running', auth_url = NULL, messages_seen = 1500, messages_new = 1200,"
+                " updated_at_unix = :t, warnings_tail = :w WHERE run_id = :r",
+                t=int(time.time()) - 60,
+                w='["HTTP 429 rateLimitExceeded: retrying in 4 s"]',
+                r=run_id,
+            )
+            expect(page.locator("#progress-stalled")).to_be_visible()
+            expect(page.locator("#progress-retry")).to_be_visible()
+            expect(page.locator("#progress-eta")).to_contain_text("30%")
+            shoot(page, "running-stalled-1280-dark")
+            write(
+                "UPDATE ingest_runs SET state = 'failed', outcome = 'partial', error_kind = 'policy_enforced',"
+                " error = 'Error 400: policy_enforced', finished_at_unix = :t WHERE run_id = :r",
+                t=int(time.time()),
+                r=run_id,
+            )
+            lock.release()  # the ingester ended: the failure stays on screen with its remedy
+            expect(page.locator("#progress-failure")).to_be_visible()
+            expect(page.locator("#progress-failure-title")).to_contain_text("Advanced Protection")
+            expect(page.locator("#progress-failure-error")).to_have_text("Error 400: policy_enforced")
+            shoot(page, "policy-enforced-1280-dark")
+            page.get_by_role("button", name="Import a Takeout mailbox").click()
+            expect(page.locator("#card-import")).to_be_visible()
+            expect(page.locator("#card-import")).to_have_class(re.compile("highlight"))
+            assert console.problems == []
+    finally:
+        lock.release()
+        close_writer_keeping_sidecars(engine, db_path)

@@ -244,3 +244,15 @@ def test_cancel_and_log_of_unknown_runs(tmp_path: Path, db_path: Path) -> None:
         "error": "not_owned",
         "message": "only the log of a run started from this viewer is available",
     }
+
+
+def test_a_launch_that_loses_the_lock_race_is_409(tmp_path: Path, db_path: Path) -> None:
+    seed(db_path)
+    with viewer(make_settings(tmp_path, ingest_bin=_fake_bin(tmp_path, "race"))) as client:
+        response = _start(client, {"source": "gmail_api"})
+        assert response.status_code == 409
+        assert response.json() == {
+            "error": "run_active",
+            "message": "another ingester started first; wait for it or cancel it",
+        }
+        wait_for(lambda: not client.get("/api/status").json()["ingest_lock_held"], timeout=30)

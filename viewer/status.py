@@ -59,6 +59,8 @@ class RateTracker:
                 window.popleft()
             first, last = window[0], window[-1]
         span = now - first.at
+        if now - last.at > WINDOW_SECONDS:
+            return Progress(rate_per_sec=0.0, eta_seconds=None)  # no progress for a whole window
         if len(window) < 2 or span < MIN_SPAN_SECONDS:
             return Progress(None, None)
         # Measured up to now, not to the last change: a stalled run's rate decays instead of freezing.

@@ -2,7 +2,9 @@
 
 Usage: `python -m tests.fakes.ingester MODE (import PATH | scan) [--resume N] --quiet`, with `GMAIL_STATS_DB` and
 `GMAIL_STATS_LAUNCH_TOKEN` set like the viewer sets them. MODE `slow` cancels cleanly on SIGTERM; `stubborn`
-ignores SIGTERM (only SIGKILL stops it). Progress: 1,000 messages (and 100 KB) every 0.2 s, up to 200 steps.
+ignores SIGTERM (only SIGKILL stops it); `race` loses a lock race: a forked child takes the lock for 3 s and the
+fake exits 75 without a run row, as an ingester does when a terminal one started first.
+Progress: 1,000 messages (and 100 KB) every 0.2 s, up to 200 steps.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from ingester.session import ingest_session
 from ingester.signals import cancel_on_signals
 from shared.errors import LockHeldError
+from shared.lock import IngestLock
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
 
@@ -29,6 +32,8 @@ def main(argv: list[str]) -> int:
     db = Path(os.environ["GMAIL_STATS_DB"])
     token = os.environ.get("GMAIL_STATS_LAUNCH_TOKEN")
     cancel = threading.Event()
+    if mode == "race":
+        return lose_the_race(db)
     print(f"fake ingester {mode} {command} starting", file=sys.stderr, flush=True)
     try:
         with cancel_on_signals(cancel), ingest_session(db, clock=time.time) as engine:
@@ -61,6 +66,16 @@ def main(argv: list[str]) -> int:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
     return 0
+
+
+def lose_the_race(db: Path) -> int:
+    lock = IngestLock(db)
+    lock.acquire()
+    if os.fork() == 0:  # the "other ingester": holds the inherited lock, then ends by itself
+        time.sleep(3)
+        os._exit(0)
+    print(f"gmail-stats: another ingester is already running against {db}", file=sys.stderr, flush=True)
+    os._exit(LockHeldError.exit_code)
 
 
 if __name__ == "__main__":
