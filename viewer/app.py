@@ -5,7 +5,6 @@ Nothing is built at import time; `launcher_for(settings)` is where each `GMAIL_S
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -44,10 +43,7 @@ def launcher_for(settings: ViewerSettings) -> Launcher:
 
         return DockerLauncher.from_settings(settings)  # type: ignore[no-any-return,unused-ignore]
     command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()
-    # The child inherits the viewer's environment (credential paths, tuning); the launcher adds DB and token.
-    return ProcessLauncher(
-        ingest_command=command, db_path=settings.db, import_dir=settings.import_dir, environ=os.environ
-    )
+    return ProcessLauncher(ingest_command=command, db_path=settings.db, import_dir=settings.import_dir)
 
 
 def create_app(

@@ -66,12 +66,13 @@ class ProcessLauncher:
         ingest_command: Sequence[str],
         db_path: Path,
         import_dir: Path,
-        environ: Mapping[str, str],
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.ingest_command = list(ingest_command)
         self.db_path = db_path.absolute()
         self.import_dir = import_dir
-        self.environ = dict(environ)
+        # By default the child inherits the viewer's environment (credential paths, tuning); DB and token are added.
+        self.environ = dict(os.environ if environ is None else environ)
         self._children: dict[str, _Child] = {}
         self._lock = threading.Lock()
         self._log_dir = Path(tempfile.mkdtemp(prefix="gmail-stats-viewer-"))
