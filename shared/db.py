@@ -48,9 +48,16 @@ def writer_engine(db_path: Path) -> Engine:
     return engine
 
 
-def reader_engine(db_path: Path) -> Engine:
-    """A fresh `mode=ro` connection per checkout, with `query_only`; it never creates the file."""
+def reader_engine(db_path: Path, *, readonly_shm: bool = False) -> Engine:
+    """A fresh `mode=ro` connection per checkout, with `query_only`; it never creates the database file.
+
+    Plain `mode=ro` still opens the `-shm` read-write (rewriting it, and creating missing sidecars);
+    `readonly_shm=True` leaves every file byte-identical, as on a read-only mount, but then cannot open a WAL
+    database whose `-wal`/`-shm` are missing (SQLITE_CANTOPEN).
+    """
     uri = f"file:{quote(str(db_path.absolute()))}?mode=ro"
+    if readonly_shm:
+        uri += "&readonly_shm=1"
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(uri, uri=True, check_same_thread=False)

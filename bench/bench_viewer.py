@@ -1,0 +1,206 @@
+"""Viewer latency under 20 concurrent pollers, and viewer RSS, on a generated 200k-sender / 2M-message database.
+
+Run: `.venv/bin/python -m bench.bench_viewer [--seconds 15] [--pollers 20]`. The database is generated once with
+bulk SQL through the real migrations and cached at `bench/out/viewer-200k.db` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.migrations import migrate
+
+OUT = Path(__file__).parent / "out"
+DB = OUT / "viewer-200k.db"
+SENDERS = 200_000
+MESSAGES = 2_000_000
+
+
+def generate(db: Path) -> None:
+    """Every sender gets one message, the rest go to a skewed few (most mail from few senders, as in real life)."""
+    OUT.mkdir(exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    engine = writer_engine(db)
+    migrate(engine)
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"""
+            WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < {MESSAGES - 1})
+            INSERT INTO seen_mails (mail_id, rfc_message_id, sender, date_unix, size_bytes, source, run_id, counted)
+            SELECT 'mid:' || x || '@bench', x || '@bench',
+                   's' || (CASE WHEN x < {SENDERS} THEN x
+                           ELSE CAST({SENDERS} * ((abs(random()) % 1000000) / 1e6)
+                                              * ((abs(random()) % 1000000) / 1e6)
+                                              * ((abs(random()) % 1000000) / 1e6) AS INTEGER) END) || '@example.com',
+                   1500000000 + (x * 97) % 250000000, 2000 + (x * 7919) % 150000, 'mbox', 1, 1
+            FROM n
+            """
+        )
+        conn.exec_driver_sql(
+            """
+            INSERT INTO senders (sender, display_name, mails_sent, first_seen_unix, last_seen_unix, bytes, unread,
+                                 list_unsubscribe)
+            SELECT sender, 'Sender ' || substr(sender, 2, instr(sender, '@') - 2), count(*), min(date_unix),
+                   max(date_unix), sum(size_bytes), count(*) / 3, length(sender) % 2
+            FROM seen_mails GROUP BY sender
+            """
+        )
+        conn.exec_driver_sql(
+            f"""
+            INSERT INTO ingest_runs (source, state, pid, started_at_unix, updated_at_unix, finished_at_unix,
+                                     messages_seen, messages_new, bytes_total, bytes_done, outcome)
+            VALUES ('mbox', 'done', 1, 1700000000, 1700000600, 1700000600, {MESSAGES}, {MESSAGES}, 1, 1, 'complete')
+            """
+        )
+    close_writer_keeping_sidecars(engine, db)
+    print(f"generated {db} in {time.perf_counter() - started:.0f} s ({db.stat().st_size / 1e6:.0f} MB)")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _rss_kib(pid: int) -> tuple[int, int]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+async def _poller(client: httpx.AsyncClient, until: float, pause: float, results: dict[str, list[float]]) -> None:
+    # Browser tabs are not synchronised: each poller starts at a random point of its cycle.
+    await asyncio.sleep(random.uniform(0, pause))
+    while time.monotonic() < until:
+        for name, url in (("status", "/api/status"), ("page", "/api/senders?limit=50")):
+            t0 = time.perf_counter()
+            response = await client.get(url)
+            results[name].append(time.perf_counter() - t0)
+            assert response.status_code == 200, response.text
+        await asyncio.sleep(pause)
+
+
+async def _load(base: str, *, pollers: int, seconds: float, pause: float) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {"status": [], "page": []}
+    limits = httpx.Limits(max_connections=pollers)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        until = time.monotonic() + seconds
+        await asyncio.gather(*(_poller(client, until, pause, results) for _ in range(pollers)))
+    return results
+
+
+def _heartbeat(stop: threading.Event) -> None:
+    """What a running ingester does to the file: a small commit twice a second (the cache then misses often)."""
+    engine = writer_engine(DB)
+    try:
+        while not stop.wait(0.5):
+            with engine.begin() as conn:
+                conn.exec_driver_sql("UPDATE ingest_runs SET updated_at_unix = updated_at_unix + 1")
+    finally:
+        close_writer_keeping_sidecars(engine, DB)
+
+
+def _single(base: str, url: str, repeat: int = 20, vary: int = 0) -> list[float]:
+    samples = []
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for i in range(repeat):
+            t0 = time.perf_counter()
+            assert client.get(url.format(vary + i * 50)).status_code == 200
+            samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--pollers", type=int, default=20)
+    parser.add_argument("--pause", type=float, default=1.0, help="pause between a poller's cycles (the page: 1 s)")
+    parser.add_argument("--regenerate", action="store_true")
+    args = parser.parse_args()
+    if args.regenerate or not DB.exists():
+        generate(DB)
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GMAIL_STATS_")}
+    env["GMAIL_STATS_IMPORT_DIR"] = str(OUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "viewer", "--db", str(DB), "--port", str(port)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/api/status", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        idle_rss, _ = _rss_kib(server.pid)
+        _single(base, "/api/senders?limit=50", repeat=5)  # warm the page cache
+        idle = asyncio.run(_load(base, pollers=args.pollers, seconds=args.seconds, pause=args.pause))
+        stop = threading.Event()
+        writer = threading.Thread(target=_heartbeat, args=(stop,), daemon=True)
+        writer.start()
+        try:
+            busy = asyncio.run(_load(base, pollers=args.pollers, seconds=args.seconds, pause=args.pause))
+        finally:
+            stop.set()
+            writer.join()
+        # Distinct queries, so each one misses the response cache and measures the SQL.
+        extra = {
+            "page at offset 100,000 (uncached)": _single(base, "/api/senders?limit=50&offset={}", vary=100_000),
+            "page sorted by bytes (uncached)": _single(base, "/api/senders?limit=50&sort=bytes&offset={}", repeat=10),
+            "page, search (uncached)": _single(base, "/api/senders?limit=50&q=s12{}", repeat=10),
+            "export.csv (all 200k)": _single(base, "/api/export.csv", repeat=2),
+        }
+        rss, peak = _rss_kib(server.pid)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    print(
+        f"\n{args.pollers} pollers, each polling status + a 50-row page every {args.pause} s for {args.seconds:.0f} s\n"
+    )
+    print("| request | n | p50 ms | p95 ms | max ms |")
+    print("| --- | --- | --- | --- | --- |")
+    rows = {
+        "`/api/senders` page, 20 pollers, idle database": idle["page"],
+        "`/api/status`, 20 pollers, idle database": idle["status"],
+        "`/api/senders` page, 20 pollers, commits every 0.5 s": busy["page"],
+        "`/api/status`, 20 pollers, commits every 0.5 s": busy["status"],
+        **extra,
+    }
+    for name, samples in rows.items():
+        print(
+            f"| {name} | {len(samples)} | {_pct(samples, 0.5):.1f} | {_pct(samples, 0.95):.1f} | "
+            f"{max(samples) * 1000:.1f} |"
+        )
+    print(f"\nviewer RSS: {idle_rss / 1024:.0f} MB idle, {rss / 1024:.0f} MB at the end, peak {peak / 1024:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

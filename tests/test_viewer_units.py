@@ -1,0 +1,102 @@
+"""Small pure parts: the rate/ETA window, the response cache, Host parsing, settings parsing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from shared.runs import Run
+from viewer.cache import ResponseCache
+from viewer.security import split_host
+from viewer.settings import ViewerSettings
+from viewer.status import RateTracker
+
+RUN = Run(
+    run_id=1, source="mbox", state="running", pid=1, started_at_unix=0, updated_at_unix=0, finished_at_unix=None,
+    messages_seen=0, messages_new=0, messages_skipped=0, messages_excluded=0, total_estimate=None,
+    bytes_total=1_000_000, bytes_done=0, resume_token=None, mbox_path=None, mbox_fingerprint=None, error_kind=None,
+    error=None, auth_url=None, warnings_count=0, warnings_tail=(), outcome=None, launch_token=None,
+)  # fmt: skip
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_import_rate_and_eta_come_from_bytes() -> None:
+    clock = FakeClock()
+    tracker = RateTracker(clock)
+    assert tracker.observe(RUN).rate_per_sec is None  # one observation is no rate
+    clock.now += 2
+    progress = tracker.observe(replace(RUN, bytes_done=200_000, messages_seen=400))
+    assert (progress.rate_per_sec, progress.eta_seconds) == (200.0, 8.0)
+
+
+def test_scan_eta_comes_from_messages_against_the_estimate_and_resets_per_run() -> None:
+    clock = FakeClock()
+    tracker = RateTracker(clock)
+    scan = replace(RUN, source="gmail_api", bytes_total=None, total_estimate=10_000)
+    tracker.observe(scan)
+    clock.now += 4
+    assert tracker.observe(replace(scan, messages_seen=2000)).eta_seconds == 16.0
+    assert tracker.observe(replace(scan, run_id=2)).rate_per_sec is None
+    assert tracker.observe(None).eta_seconds is None
+
+
+def test_a_stalled_run_decays_its_rate_and_old_observations_leave_the_window() -> None:
+    clock = FakeClock()
+    tracker = RateTracker(clock)
+    tracker.observe(RUN)
+    clock.now += 2
+    moving = replace(RUN, bytes_done=100_000, messages_seen=1000)
+    assert tracker.observe(moving).rate_per_sec == 500.0
+    clock.now += 8
+    assert tracker.observe(moving).rate_per_sec == 100.0
+    clock.now += 60
+    assert tracker.observe(moving).rate_per_sec == 0.0
+
+
+def test_cache_reuses_only_the_same_version_within_the_ttl() -> None:
+    cache = ResponseCache(ttl=60)
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert cache.get("k", 1, compute) == 1
+    assert cache.get("k", 1, compute) == 1
+    assert cache.get("k", 2, compute) == 2
+    cache.clear()
+    assert cache.get("k", 2, compute) == 3
+    assert ResponseCache(ttl=0).get("k", 1, compute) == 4
+
+
+@pytest.mark.parametrize(
+    ("host", "name"),
+    [
+        ("127.0.0.1:7878", "127.0.0.1"),
+        ("LocalHost", "localhost"),
+        ("[::1]:80", "[::1]"),
+        ("[::1", None),
+        ("localhost:", "localhost"),
+        ("localhost:x", None),
+        ("a:1:2", None),
+        ("", None),
+    ],
+)
+def test_split_host(host: str, name: str | None) -> None:
+    assert split_host(host) == name
+
+
+def test_allowed_hosts_from_a_comma_separated_environment_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GMAIL_STATS_ALLOWED_HOSTS", " Stats.Example ,, other.lan ")
+    monkeypatch.setenv("GMAIL_STATS_VIEWER_PORT", "9000")
+    settings = ViewerSettings(db=Path("x.db"))
+    assert (settings.allowed_hosts, settings.viewer_port) == (("stats.example", "other.lan"), 9000)

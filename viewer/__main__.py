@@ -1,0 +1,55 @@
+"""`gmail-stats-viewer` / `python -m viewer`: parse flags, build the settings, serve `create_app` with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import uvicorn
+from pydantic import ValidationError
+
+from viewer.app import create_app
+from viewer.settings import ViewerSettings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(
+        prog="gmail-stats-viewer",
+        description="Serve the gmail-stats web viewer (reads the database, never writes it).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Example:\n  gmail-stats-viewer --port 7878   # then open http://127.0.0.1:7878",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    parser.add_argument("--host", help="listen address (env GMAIL_STATS_VIEWER_HOST, default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="listen port (env GMAIL_STATS_VIEWER_PORT, default 7878)")
+    parser.add_argument("--db", help="database file (env GMAIL_STATS_DB, default ./stats.db)")
+    args = parser.parse_args(argv)
+    overrides: dict[str, Any] = {}
+    if args.host is not None:
+        overrides["viewer_host"] = args.host
+    if args.port is not None:
+        overrides["viewer_port"] = args.port
+    if args.db is not None:
+        overrides["db"] = args.db
+    try:
+        settings = ViewerSettings(**overrides)
+    except ValidationError as exc:
+        parser.exit(2, f"gmail-stats-viewer: bad setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}\n")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.viewer_host,
+        port=settings.viewer_port,
+        proxy_headers=False,
+        server_header=False,
+        log_level="info",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""`create_app(settings)`: builds the FastAPI app and its collaborators, and wraps it in the security guard.
+
+Nothing is built at import time; `launcher_for(settings)` is where each `GMAIL_STATS_LAUNCHER` value plugs in.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from shared.timeutil import Clock, system_clock
+from viewer.api import router
+from viewer.cache import ResponseCache
+from viewer.control import RunControl
+from viewer.database import Database
+from viewer.errors import install_error_handlers
+from viewer.launch_process import ProcessLauncher, default_ingest_command
+from viewer.launcher import Launcher
+from viewer.security import SecurityGuard
+from viewer.settings import ViewerSettings
+from viewer.status import RateTracker
+
+STATIC_DIR = Path(__file__).parent / "static"
+POLL_CACHE_SECONDS = 1.0
+
+
+@runtime_checkable
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+def launcher_for(settings: ViewerSettings) -> Launcher:
+    """Maps `GMAIL_STATS_LAUNCHER` to a launcher; `docker` is imported lazily (the only Docker SDK user)."""
+    if settings.launcher == "docker":
+        from viewer.launch_docker import DockerLauncher
+
+        return DockerLauncher.from_settings(settings)
+    command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()
+    return ProcessLauncher(ingest_command=command, db_path=settings.db, import_dir=settings.import_dir)
+
+
+def create_app(
+    settings: ViewerSettings, *, launcher: Launcher | None = None, clock: Clock = system_clock
+) -> SecurityGuard:
+    """The whole viewer as an ASGI app; `launcher` defaults to the one `settings.launcher` names."""
+    chosen = launcher if launcher is not None else launcher_for(settings)
+    database = Database(settings.db)
+    control = RunControl(settings=settings, database=database, launcher=chosen)
+    csrf_token = secrets.token_hex(32)  # 32 random bytes, new for every viewer process
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        control.adopt()
+        try:
+            yield
+        finally:
+            database.engine.dispose()
+            database.fallback_engine.dispose()
+            if isinstance(chosen, _Closable):
+                chosen.close()
+
+    app = FastAPI(
+        title="gmail-stats viewer",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.settings = settings
+    app.state.database = database
+    app.state.control = control
+    app.state.clock = clock
+    app.state.rates = RateTracker(clock)
+    app.state.csrf_token = csrf_token
+    # Polled answers are shared for up to a second while the database files are unchanged.
+    app.state.cache = ResponseCache(ttl=POLL_CACHE_SECONDS)
+    install_error_handlers(app)
+    app.include_router(router)
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html; charset=utf-8")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    return SecurityGuard(app, csrf_token=csrf_token, allowed_hosts=settings.allowed_hosts)

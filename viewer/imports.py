@@ -1,0 +1,92 @@
+"""The import folder: the only part of the filesystem the viewer lists, and the check that a requested path
+stays inside it (after resolving symlinks) and is an mbox file."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from viewer.errors import ApiError
+
+# An unzipped Takeout nests its file as `Takeout/Mail/All mail Including Spam and Trash.mbox`.
+MAX_DEPTH = 4
+MAX_FILES = 500
+SNIFF_BYTES = 64 * 1024
+# Same shape as the ingester's separator rule (`From <token> <asctime-style date>`), checked on the first 64 KiB.
+_SEPARATOR = re.compile(rb"(?m)^From \S+ +[A-Za-z]{3} +[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFile:
+    path: str  # relative to the import folder, with `/` separators
+    size: int
+    mtime_unix: int
+
+
+def list_mbox_files(import_dir: Path) -> list[ImportFile]:
+    """`.mbox` files (any case) under the folder, a few levels deep, without following directory symlinks."""
+    root = import_dir.absolute()
+    found: list[ImportFile] = []
+    if not root.is_dir():
+        return found
+    for current, dirs, files in os.walk(root, followlinks=False):
+        if len(found) >= MAX_FILES:
+            break
+        depth = len(Path(current).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+        for name in sorted(files):
+            if not name.lower().endswith(".mbox") or name.startswith("."):
+                continue
+            full = Path(current) / name
+            try:
+                resolve_import(import_dir, str(full.relative_to(root)), sniff=False)
+                info = full.stat()
+            except (ApiError, OSError):
+                continue
+            found.append(ImportFile(full.relative_to(root).as_posix(), info.st_size, int(info.st_mtime)))
+            if len(found) >= MAX_FILES:
+                break
+    return sorted(found, key=lambda f: f.path.lower())
+
+
+def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Path:
+    """The real path of `relative` inside the folder; raises `ApiError(422, "bad_path")` otherwise."""
+    if not relative or "\x00" in relative or Path(relative).is_absolute():
+        raise ApiError(422, "bad_path", "give a path relative to the import folder, as listed by /api/imports")
+    try:
+        root = import_dir.resolve(strict=True)
+    except OSError:
+        raise ApiError(
+            422, "bad_path", "the import folder does not exist; create it and put the .mbox file in it"
+        ) from None
+    try:
+        target = (root / relative).resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise ApiError(422, "bad_path", "no such file in the import folder") from None
+    if not target.is_relative_to(root):
+        raise ApiError(422, "bad_path", "that path leads outside the import folder")
+    info = target.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ApiError(422, "bad_path", "not a regular file; pick the .mbox file itself")
+    if sniff:
+        try:
+            with target.open("rb") as handle:
+                head = handle.read(SNIFF_BYTES)
+        except OSError:
+            raise ApiError(422, "bad_path", "the file cannot be read by the viewer") from None
+        if not _SEPARATOR.search(head):
+            raise ApiError(422, "bad_path", "not an mbox file (no 'From ' separator line in its first 64 KiB)")
+    return target
+
+
+def relative_to_import_dir(import_dir: Path, path: str) -> str | None:
+    """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside."""
+    try:
+        root = import_dir.resolve(strict=True)
+        target = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return target.relative_to(root).as_posix() if target.is_relative_to(root) else None

@@ -1,0 +1,113 @@
+"""The guard around the finished ASGI app: Host allow-list, CSRF rules for mutating requests, security headers.
+
+It wraps the whole app (not `add_middleware`), so its headers reach 404s, 405s and unhandled 500s too.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CSRF_HEADER = "x-gmail-stats-csrf"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+)
+_STRIPPED = frozenset(name for name, _ in SECURITY_HEADERS)
+
+
+def split_host(host: str) -> str | None:
+    """The host name of a `Host` header value without its port, lower-cased; None when malformed."""
+    host = host.strip().lower()
+    if not host:
+        return None
+    if host.startswith("["):
+        end = host.find("]")
+        if end == -1:
+            return None
+        name, rest = host[: end + 1], host[end + 1 :]
+    else:
+        name, _, port = host.partition(":")
+        rest = f":{port}" if port else ""
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    return name or None
+
+
+class SecurityGuard:
+    """ASGI wrapper: refuses foreign Hosts (DNS rebinding) and cross-site writes, and adds the security headers."""
+
+    def __init__(self, app: ASGIApp, *, csrf_token: str, allowed_hosts: Iterable[str] = ()) -> None:
+        self.app = app
+        self.csrf_token = csrf_token.encode()
+        self.allowed_hosts = LOOPBACK_HOSTS | {h.lower() for h in allowed_hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _STRIPPED]
+                message = {**message, "headers": [*headers, *SECURITY_HEADERS]}
+            await send(message)
+
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            status, kind, text = refusal
+            body = json.dumps({"error": kind, "message": text}).encode()
+            await send_with_headers(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
+            await send_with_headers({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send_with_headers)
+
+    def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        headers: dict[str, str] = {}
+        for key, value in scope.get("headers", []):
+            # Repeated security-relevant headers are refused below by comparing the joined value.
+            name = key.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            headers[name] = f"{headers[name]},{text}" if name in headers else text
+        host = headers.get("host", "")
+        if split_host(host) not in self.allowed_hosts:
+            return 403, "bad_host", "this viewer answers only to its own address (check GMAIL_STATS_ALLOWED_HOSTS)"
+        if scope["method"] in SAFE_METHODS:
+            return None
+        # The order is part of the contract: content type, token, Origin, Sec-Fetch-Site.
+        media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media_type != "application/json":
+            return 415, "bad_content_type", "send the request body as application/json"
+        token = headers.get(CSRF_HEADER, "").encode("latin-1")
+        if not hmac.compare_digest(token, self.csrf_token):
+            return 403, "csrf", "missing or wrong X-Gmail-Stats-Csrf header; reload the page"
+        origin = headers.get("origin")
+        if origin is not None and not self._same_origin(origin, host):
+            return 403, "csrf", "cross-origin request refused"
+        fetch_site = headers.get("sec-fetch-site")
+        if fetch_site is not None and fetch_site.lower() not in ("same-origin", "none"):
+            return 403, "csrf", "cross-site request refused"
+        return None
+
+    def _same_origin(self, origin: str, host: str) -> bool:
+        parts = urlsplit(origin.strip().lower())
+        if parts.path not in ("", "/") or parts.query or parts.fragment or "@" in parts.netloc:
+            return False
+        name = split_host(parts.netloc)
+        # Loopback is served over plain http; a published name may sit behind a TLS proxy.
+        schemes = ("http",) if name in LOOPBACK_HOSTS else ("http", "https")
+        return parts.scheme in schemes and name in self.allowed_hosts and parts.netloc == host.strip().lower()
