@@ -67,18 +67,28 @@ class Stack:
         result = self.compose("up", "--detach", "--wait", timeout=300)
         assert result.returncode == 0, result.stderr + self.compose("logs").stdout[-3000:]
 
-    def status(self) -> dict[str, Any]:
-        response = self.http.get("/api/status")
+    def get(self, path: str) -> dict[str, Any]:
+        """A GET answered 200; `503 busy` (the ingester checkpointing, or SQLite's read-only recovery) is retried,
+        as the page does."""
+        deadline = time.monotonic() + 20
+        while True:
+            response = self.http.get(path)
+            if response.status_code != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
         assert response.status_code == 200, response.text
         body: dict[str, Any] = response.json()
         return body
+
+    def status(self) -> dict[str, Any]:
+        return self.get("/api/status")
 
     def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         token = self.status()["csrf_token"]
         return self.http.post(path, json=body, headers={"X-Gmail-Stats-Csrf": token})
 
     def run(self, run_id: int) -> dict[str, Any]:
-        runs = self.http.get("/api/runs").json()["runs"]
+        runs = self.get("/api/runs")["runs"]
         (run,) = [r for r in runs if r["run_id"] == run_id]
         return dict(run)
 
@@ -144,7 +154,7 @@ def test_onboarding_status_and_a_viewer_that_cannot_write_data(stack: Stack) -> 
         None,
         False,
     )
-    assert stack.http.get("/api/imports").json()["files"] == []
+    assert stack.get("/api/imports")["files"] == []
     probe = stack.compose(
         "exec", "-T", "viewer", "sh", "-c", "touch /data/stats.db; grep -E '^(Uid|CapEff)' /proc/1/status"
     )
@@ -185,7 +195,7 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     assert resumed.json()["run_id"] == run_id
     final = stack.wait_run(run_id, "done", "failed")
     assert (final["outcome"], final["messages_new"], final["messages_seen"]) == ("complete", total, total)
-    assert len(stack.http.get("/api/runs").json()["runs"]) == 1  # the refused ingester left no run behind
+    assert len(stack.get("/api/runs")["runs"]) == 1  # the refused ingester left no run behind
     wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished ingesters removed")
 
 
