@@ -116,10 +116,17 @@ class GoogleAccess:
     def connect(self, *, on_consent_url: Callable[[str], None], cancel: threading.Event) -> ClientFactory:
         config = load_client_config(self._credentials_path)
         creds = load_token_cache(self._tokens_path, config)
+        revoked = False
         if creds is not None and creds.refresh_token and not creds.valid:
             creds = self._refresh(creds)
+            revoked = creds is None
         if creds is None or not creds.refresh_token:
-            creds = self._consent(config, on_consent_url=on_consent_url, cancel=cancel)
+            try:
+                creds = self._consent(config, on_consent_url=on_consent_url, cancel=cancel)
+            except GmailAuthError as exc:
+                if revoked and exc.kind == "auth_required":
+                    raise GmailAuthError(f"{TESTING_APP_HINT}. {exc}", kind="auth_required") from exc
+                raise
         save_token_cache(self._tokens_path, creds)
         endpoint, timeout = self._endpoint, self._http_timeout
 
@@ -148,7 +155,10 @@ class GoogleAccess:
     ) -> Credentials:
         flow = Flow.from_client_config(config, scopes=[SCOPE], redirect_uri=f"http://127.0.0.1:{self._port}/")
         try:
-            url, state = flow.authorization_url(access_type="offline", prompt="consent")
+            try:
+                url, state = flow.authorization_url(access_type="offline", prompt="consent")
+            except OAuth2Error as exc:  # e.g. an http:// auth_uri, which oauthlib refuses
+                raise GmailAuthError(f"cannot start Google's consent flow: {exc}", kind="auth_required") from exc
             on_consent_url(url)
             callback = wait_for_callback(
                 bind=self._bind, port=self._port, state=state, timeout=self._timeout, cancel=cancel

@@ -157,6 +157,7 @@ def _print_consent_url(url: str) -> None:
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
     from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
+    from ingester.pacing import RetryPolicy
     from ingester.scan import ScanRequest, ScanResult, ScanTuning, run_scan
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
@@ -170,7 +171,11 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         http_timeout=settings.http_timeout,
         note=reporter.note,
     )
-    tuning = ScanTuning(units_per_second=settings.quota_units_per_sec, workers=settings.scan_workers)
+    tuning = ScanTuning(
+        units_per_second=settings.quota_units_per_sec,
+        workers=settings.scan_workers,
+        retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
+    )
     cancel = threading.Event()
     result: ScanResult | BackfillResult
     with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:

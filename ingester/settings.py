@@ -55,6 +55,17 @@ class IngesterSettings(CommonSettings):
         le=16,
         description="Worker threads fetching metadata batches, each with its own connection.",
     )
+    retry_attempts: int = Field(
+        default=7,
+        ge=1,
+        le=20,
+        description="Attempts per Gmail call before its messages are left for the next scan (or the run fails).",
+    )
+    retry_base_seconds: float = Field(
+        default=0.25,
+        gt=0,
+        description="First backoff delay after a transient Gmail error; it doubles per retry, up to 8 s, with jitter.",
+    )
     http_timeout: float = Field(
         default=60.0,
         gt=0,

@@ -61,7 +61,9 @@ def fake_google(
 ) -> Iterator[GoogleSetup]:
     google = FakeGoogle(Mailbox.generate(messages, seed=seed), quota_units_per_sec=quota)
     with FakeGoogleServer(google) as server:
-        setup = GoogleSetup(google, server, tmp_path / "credentials.json", tmp_path / "tokencache.json", tmp_path / "stats.db")
+        setup = GoogleSetup(
+            google, server, tmp_path / "credentials.json", tmp_path / "tokencache.json", tmp_path / "stats.db"
+        )
         setup.credentials.write_text(json.dumps(google.client_config()))
         if tokens:
             setup.write_token_cache()

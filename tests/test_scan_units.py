@@ -1,0 +1,210 @@
+"""Pure parts of the scan: pacing, backoff, Google error translation, metadata → record, consent callbacks."""
+
+from __future__ import annotations
+
+import ast
+import calendar
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from ingester.consent import Callback, parse_callback
+from ingester.gmail import MessageMeta
+from ingester.gmail_google import error_from_response, parse_retry_after
+from ingester.gmail_records import record_from_meta
+from ingester.pacing import QuotaPacer, RetryPolicy
+from ingester.settings import IngesterSettings
+from tests.conftest import REPO_ROOT
+from tests.fakes.google import error_body
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.waits: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        self.now += seconds
+        return False
+
+
+def test_pacer_schedules_back_to_back_at_the_rate() -> None:
+    clock = FakeTime()
+    pacer = QuotaPacer(250, monotonic=clock.monotonic, wait=clock.wait)
+    for _ in range(10):
+        assert pacer.acquire(250) is False
+    # 10 batches of 250 units at 250 units/s: the first starts at once, the tenth after 9 s.
+    assert clock.now == pytest.approx(109.0)
+
+
+def test_pacer_halves_after_429_and_recovers() -> None:
+    clock = FakeTime()
+    pacer = QuotaPacer(200, monotonic=clock.monotonic, wait=clock.wait)
+    pacer.throttled()
+    assert pacer.rate() == pytest.approx(100)
+    pacer.throttled()
+    assert pacer.rate() == pytest.approx(50)
+    clock.now += 5
+    assert 50 < pacer.rate() < 200
+    clock.now += 5
+    assert pacer.rate() == pytest.approx(200)
+    for _ in range(100):
+        pacer.throttled()
+    assert pacer.rate() == pytest.approx(20)  # never below 10 % of the ceiling
+
+
+def test_pacer_holds_for_retry_after_and_cancel_stops_waiting() -> None:
+    clock = FakeTime()
+    pacer = QuotaPacer(1000, monotonic=clock.monotonic, wait=clock.wait)
+    pacer.hold(3.0)
+    pacer.acquire(5)
+    assert clock.now == pytest.approx(103.0)
+    cancelled = QuotaPacer(1, monotonic=clock.monotonic, wait=lambda s: True)
+    cancelled.acquire(5)
+    assert cancelled.acquire(5) is True
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 6, 10])
+def test_backoff_is_bounded_exponential_with_jitter(attempt: int) -> None:
+    policy = RetryPolicy(attempts=10, base_seconds=0.25, cap_seconds=8.0)
+    ceiling = min(8.0, 0.25 * 2 ** (attempt - 1))
+    delays = {policy.delay(attempt, random.Random(seed)) for seed in range(20)}
+    assert all(ceiling / 2 <= d <= ceiling for d in delays)
+    assert len(delays) > 1
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "kind", "transient"),
+    [
+        (429, "rateLimitExceeded", "rate_limited", True),
+        (403, "userRateLimitExceeded", "rate_limited", True),
+        (403, "rateLimitExceeded", "rate_limited", True),
+        (403, "insufficientPermissions", "gmail_api", False),
+        (404, "notFound", "not_found", False),
+        (500, "backendError", "gmail_api", True),
+        (502, "backendError", "gmail_api", True),
+        (503, "backendError", "gmail_api", True),
+        (504, "backendError", "gmail_api", True),
+        (400, "invalidArgument", "gmail_api", False),
+    ],
+)
+def test_google_errors_are_classified(status: int, reason: str, kind: str, transient: bool) -> None:
+    error = error_from_response(status, error_body(status, "text", reason, "X"), what="call")
+    assert (error.kind, error.transient, error.status, error.reason) == (kind, transient, status, reason)
+
+
+def test_error_translation_survives_non_json() -> None:
+    error = error_from_response(502, b"<html>bad gateway</html>", what="batch")
+    assert error.transient and error.kind == "gmail_api"
+
+
+def test_retry_after_is_read_from_googles_message() -> None:
+    message = "User-rate limit exceeded.  Retry after 2026-11-30T19:30:05.250Z"
+    expected = calendar.timegm(time.strptime("2026-11-30T19:30:05", "%Y-%m-%dT%H:%M:%S")) + 0.25
+    assert parse_retry_after(message) == pytest.approx(expected)
+    assert parse_retry_after("User-rate limit exceeded.") is None
+    error = error_from_response(429, error_body(429, message, "rateLimitExceeded", "RESOURCE_EXHAUSTED"), what="x")
+    assert error.retry_at == pytest.approx(expected)
+
+
+def _meta(labels: tuple[str, ...], headers: tuple[tuple[str, str], ...], internal: int | None = 1_700_000_000_000):
+    return MessageMeta("18c6a", labels, 1234, internal, headers)
+
+
+@pytest.mark.parametrize(
+    ("labels", "headers", "expected"),
+    [
+        (("INBOX",), (("From", "Alice <Alice@Example.com>"), ("Message-ID", " <a@b> ")), ("alice@example.com", "a@b")),
+        (("INBOX",), (("From", ""), ("Sender", "bob@x.org")), ("bob@x.org", None)),
+        (("INBOX",), (("Return-Path", "<bounce@y.org>"),), ("bounce@y.org", None)),
+        (("INBOX",), (), ("", None)),
+        (("INBOX",), (("From", "=?utf-8?q?Caf=C3=A9?= <cafe@x.org>"),), ("cafe@x.org", None)),
+    ],
+)
+def test_metadata_becomes_a_record_by_the_import_rules(labels, headers, expected) -> None:  # type: ignore[no-untyped-def]
+    record = record_from_meta(_meta(labels, headers))
+    assert record is not None
+    assert (record.sender, record.rfc_message_id) == expected
+    assert record.mail_id == record.gmail_id == "18c6a"
+    assert record.size_bytes == 1234
+
+
+@pytest.mark.parametrize("label", ["SPAM", "TRASH", "CHAT"])
+def test_spam_trash_and_chat_are_excluded(label: str) -> None:
+    assert record_from_meta(_meta(("INBOX", label), (("From", "a@b.c"),))) is None
+
+
+def test_unread_unsubscribe_and_dates() -> None:
+    record = record_from_meta(
+        _meta(("UNREAD", "INBOX"), (("From", "a@b.c"), ("List-Unsubscribe", "<mailto:u@b.c>"), ("Date", "junk")))
+    )
+    assert record is not None
+    assert record.unread and record.list_unsubscribe
+    assert record.date_unix == 1_700_000_000  # unreadable Date → internalDate
+    dated = record_from_meta(_meta((), (("Date", "Fri, 04 Dec 2020 20:33:24 +0000"),)))
+    assert dated is not None and dated.date_unix == 1607114004 and not dated.unread
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/?state=s1&code=c1&scope=x", Callback(code="c1", error=None)),
+        ("/?state=s1&error=access_denied", Callback(code=None, error="access_denied")),
+        ("/?state=other&code=c1", None),
+        ("/favicon.ico", None),
+        ("/?state=s1", None),
+        ("/?code=c1", None),
+    ],
+)
+def test_only_a_callback_with_our_state_counts(path: str, expected: Callback | None) -> None:
+    assert parse_callback(path, state="s1") == expected
+
+
+def test_every_setting_has_a_description() -> None:
+    for name, info in IngesterSettings.model_fields.items():
+        assert info.description, name
+
+
+def test_scan_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GMAIL_STATS_QUOTA_UNITS_PER_SEC", "100")
+    monkeypatch.setenv("GMAIL_STATS_OAUTH_BIND", "0.0.0.0")
+    settings = IngesterSettings()
+    assert settings.quota_units_per_sec == 100
+    assert settings.oauth_bind == "0.0.0.0"
+    assert (settings.oauth_port, settings.auth_timeout, settings.api_endpoint) == (
+        8765,
+        600.0,
+        "https://gmail.googleapis.com/",
+    )
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_only_gmail_google_imports_googleapiclient() -> None:
+    users = {
+        path.relative_to(REPO_ROOT).as_posix()
+        for package in ("shared", "ingester", "viewer")
+        for path in (REPO_ROOT / package).rglob("*.py")
+        if any(name.split(".")[0] == "googleapiclient" for name in _imports(path))
+    }
+    assert users == {"ingester/gmail_google.py"}
+
+
+def test_ingester_never_imports_viewer() -> None:
+    for path in (REPO_ROOT / "ingester").rglob("*.py"):
+        assert not any(name.split(".")[0] == "viewer" for name in _imports(path)), path
