@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,9 @@ class GoogleSetup:
             "GMAIL_STATS_DB": str(self.db),
             # The fake's token endpoint is plain http on loopback; oauthlib refuses that unless told.
             "OAUTHLIB_INSECURE_TRANSPORT": "1",
+            # Tests pace by the fake's quota when they want to; by default neither side limits, retries are quick.
+            "GMAIL_STATS_QUOTA_UNITS_PER_SEC": "1000000",
+            "GMAIL_STATS_RETRY_BASE_SECONDS": "0.02",
         }
         values.update(extra)
         return values
@@ -84,6 +89,33 @@ def runs(db: Path) -> list[dict[str, object]]:
         return [dict(row) for row in conn.execute("SELECT * FROM ingest_runs ORDER BY run_id")]
     finally:
         conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float = 60, what: str = "condition") -> object:
+    """Polls `predicate` until it returns something truthy; generous bounds, never a bare sleep."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def last_run(db: Path) -> dict[str, object] | None:
+    if not db.exists():
+        return None
+    try:
+        found = runs(db)
+    except sqlite3.OperationalError:
+        return None
+    return found[-1] if found else None
 
 
 def file_mode(path: Path) -> int:
