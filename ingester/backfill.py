@@ -101,10 +101,10 @@ class _Backfill:
             for meta in outcome.messages:
                 record = metadata_record(meta)
                 mail_id = by_gmail.get(meta.gmail_id, meta.gmail_id)
+                fill_scan_row(conn, replace(record, mail_id=mail_id))
                 if record.rfc_message_id is None:
                     statuses[mail_id] = "none"
                     continue
-                fill_scan_row(conn, replace(record, mail_id=mail_id))
                 self.tally.filled += 1
                 self.tally.collapsed += collapse_double_counts(
                     conn, keep_mail_id=mail_id, rfc_message_id=record.rfc_message_id
