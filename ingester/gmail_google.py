@@ -113,7 +113,10 @@ class GoogleGmailClient:
             static_discovery=True,
             cache_discovery=False,
         )
+        # Each `users().messages()` call builds a new resource with all its methods: build them once.
         self._users = self._service.users()
+        self._messages = self._users.messages()
+        self._history = self._users.history()
 
     def close(self) -> None:
         self._service.close()
@@ -134,7 +137,7 @@ class GoogleGmailClient:
         return Profile(messages_total=int(data.get("messagesTotal") or 0), history_id=str(data["historyId"]))
 
     def list_messages(self, *, page_token: str | None) -> IdPage:
-        request = self._users.messages().list(
+        request = self._messages.list(
             userId="me",
             maxResults=LIST_PAGE_SIZE,
             includeSpamTrash=False,
@@ -150,7 +153,7 @@ class GoogleGmailClient:
         return IdPage(tuple(str(m["id"]) for m in data.get("messages") or ()), data.get("nextPageToken"))
 
     def list_history(self, *, start_history_id: str, page_token: str | None) -> IdPage:
-        request = self._users.history().list(
+        request = self._history.list(
             userId="me",
             startHistoryId=start_history_id,
             historyTypes="messageAdded",
@@ -190,7 +193,7 @@ class GoogleGmailClient:
         batch = BatchHttpRequest(callback=collect, batch_uri=self._endpoint + BATCH_PATH)
         for gmail_id in wanted:
             batch.add(
-                self._users.messages().get(
+                self._messages.get(
                     userId="me",
                     id=gmail_id,
                     format="metadata",

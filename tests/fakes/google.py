@@ -380,6 +380,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         google = self.server.google
         split = urlsplit(self.path)
+        if split.path == "/_fake/stats":  # for benches running the fake in another process
+            with google.lock:
+                stats = dict(google.calls)
+            self._send(200, json.dumps(stats).encode())
+            return
         if split.path == "/o/oauth2/auth":
             query = {k: v[0] for k, v in parse_qs(split.query).items()}
             self._send(302, b"", content_type="text/plain", extra=f"Location: {google.authorize(query)}\r\n")
