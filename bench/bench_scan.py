@@ -102,6 +102,14 @@ def counted(db: Path) -> tuple[int, int]:
     return int(total), int(rows)
 
 
+def warnings(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT warnings_count FROM ingest_runs ORDER BY run_id LIMIT 1").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def case(
     name: str, *, messages: int, quota: float | None, units: float, workers: int, rescan: bool = False
 ) -> dict[str, object]:
@@ -119,6 +127,7 @@ def case(
                 "messages_per_s": round(result.messages_new / elapsed, 1),
                 "exact": exact,
                 "outcome": str(result.outcome),
+                "retries": warnings(db),
             }
             if rescan:
                 before = fake.stats()

@@ -10,9 +10,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# After a 429 the pace halves (never below this share of the ceiling) and climbs back over `RECOVERY_SECONDS`.
+# After a 429 the pace halves (never below this share of the ceiling) and climbs back over `RECOVERY_SECONDS`;
+# the 429s of one burst (many calls of a batch, several workers) count as one.
 FLOOR_SHARE = 0.1
-RECOVERY_SECONDS = 10.0
+RECOVERY_SECONDS = 5.0
+THROTTLE_DEBOUNCE_SECONDS = 1.0
+# Pace at this share of the configured ceiling. At exactly 100 % a server bucket of the same rate is always empty,
+# so the slightest jitter in arrival times draws a 429 (and a halved pace); 5 % headroom refills it.
+HEADROOM = 0.95
 # Never wait longer than this for a single "Retry after" from Google; the retry budget decides the rest.
 MAX_RETRY_AFTER_SECONDS = 60.0
 
@@ -34,7 +39,7 @@ class QuotaPacer:
         """`wait(seconds)` sleeps and returns True when cancelled (an `Event.wait`)."""
         if units_per_second <= 0:
             raise ValueError("units_per_second must be positive")
-        self.ceiling = float(units_per_second)
+        self.ceiling = float(units_per_second) * HEADROOM
         self._monotonic = monotonic
         self._wait = wait
         self._lock = threading.Lock()
@@ -69,6 +74,8 @@ class QuotaPacer:
         """Gmail answered 429: halve the pace (it recovers linearly afterwards)."""
         with self._lock:
             now = self._monotonic()
+            if self._throttled_rate is not None and now - self._throttled_at < THROTTLE_DEBOUNCE_SECONDS:
+                return
             current = self._rate_locked(now)
             self._throttled_rate = max(self.ceiling * FLOOR_SHARE, current / 2)
             self._throttled_at = now

@@ -31,7 +31,9 @@ from ingester.pacing import QuotaPacer, RetryPolicy
 from ingester.report import Reporter
 from ingester.scan_store import (
     HISTORY_ID_KEY,
+    PENDING_HISTORY_ID_KEY,
     clear_retries,
+    delete_sync_state,
     get_sync_state,
     pending_retries,
     record_retries,
@@ -190,6 +192,11 @@ class _Scanner:
             profile: Profile = fetcher.call(COST_GET_PROFILE, lambda c: c.get_profile(), what="users.getProfile")
             with self.engine.begin() as conn:
                 update_run(conn, self.run_id, now=self.clock(), total_estimate=profile.messages_total)
+                # A resumed listing skips page one, where mail that arrived since the first start sits: the
+                # history id to keep is the one from before the first start, so the next scan replays from there.
+                pending = get_sync_state(conn, PENDING_HISTORY_ID_KEY) if resume_token is not None else None
+                start_history_id = pending or profile.history_id
+                set_sync_state(conn, PENDING_HISTORY_ID_KEY, start_history_id)
             self.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=self.tally.seen)
             self.retries_pending = bool(retry_ids)
             if retry_ids and not self._process(fetcher, retry_ids, count_seen=False):
@@ -203,7 +210,8 @@ class _Scanner:
             self._warn([])
         with self.engine.begin() as conn:
             left = pending_retries(conn)
-            set_sync_state(conn, HISTORY_ID_KEY, profile.history_id)
+            set_sync_state(conn, HISTORY_ID_KEY, start_history_id)
+            delete_sync_state(conn, PENDING_HISTORY_ID_KEY)
             outcome = RunOutcome.PARTIAL if left else RunOutcome.COMPLETE
             update_run(conn, self.run_id, now=self.clock(), resume_token=None)
             finish_run(conn, self.run_id, state=RunState.DONE, outcome=outcome, now=self.clock())

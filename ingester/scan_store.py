@@ -13,6 +13,8 @@ from sqlalchemy import Connection
 from ingester.records import MailRecord
 
 HISTORY_ID_KEY = "gmail_history_id"
+# The mailbox historyId when the current (maybe interrupted) scan first started; becomes HISTORY_ID_KEY at its end.
+PENDING_HISTORY_ID_KEY = "gmail_history_id_pending"
 _IN_CHUNK = 5000
 
 
