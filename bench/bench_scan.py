@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ingester.auth import GoogleAccess
 from ingester.report import QuietReporter
-from ingester.scan import ScanRequest, ScanResult, ScanTuning, run_scan
+from ingester.scan import run_scan
+from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
 from ingester.session import ingest_session
 from shared.timeutil import system_clock
 
@@ -140,11 +141,44 @@ def case(
             fake.stop()
 
 
+def peer_baseline(messages: int) -> dict[str, object]:
+    """What a popular Python peer does: a new client and connection per message, `format=full`, no batching."""
+    import google_auth_httplib2
+    import httplib2
+    from googleapiclient.discovery import build
+
+    from ingester.auth import load_client_config, load_token_cache
+
+    with tempfile.TemporaryDirectory() as folder:
+        fake = start_fake(Path(folder), messages, None)
+        try:
+            creds = load_token_cache(fake.tokens, load_client_config(fake.credentials))
+            service = build("gmail", "v1", credentials=creds, client_options={"api_endpoint": fake.base_url})
+            page = service.users().messages().list(userId="me", maxResults=500).execute()
+            ids = [m["id"] for m in page["messages"]][:messages]
+            service.close()
+            started = time.perf_counter()
+            for gmail_id in ids:
+                http = google_auth_httplib2.AuthorizedHttp(creds, http=httplib2.Http())
+                client = build("gmail", "v1", http=http, client_options={"api_endpoint": fake.base_url})
+                client.users().messages().get(userId="me", id=gmail_id, format="full").execute()
+                client.close()
+            elapsed = time.perf_counter() - started
+        finally:
+            fake.stop()
+    return {
+        "case": "peer: client per message, format=full",
+        "messages": len(ids),
+        "seconds": round(elapsed, 2),
+        "messages_per_s": round(len(ids) / elapsed, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller mailboxes")
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--only", choices=("quota", "ceiling", "rescan"))
+    parser.add_argument("--only", choices=("quota", "ceiling", "rescan", "peer"))
     args = parser.parse_args()
     small = args.quick
     cases = {
@@ -163,6 +197,7 @@ def main() -> None:
             rescan=True,
         ),
     }
+    cases["peer"] = lambda: peer_baseline(300)
     print(f"# bench_scan on {os.cpu_count()} CPUs, workers={args.workers}", flush=True)
     for key, run in cases.items():
         if args.only in (None, key):

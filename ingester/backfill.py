@@ -21,7 +21,6 @@ from ingester.gmail_records import metadata_record
 from ingester.heartbeat import Heartbeat
 from ingester.pacing import QuotaPacer
 from ingester.report import Reporter
-from ingester.scan import ScanTuning
 from ingester.scan_store import (
     backfill_candidates,
     collapse_double_counts,
@@ -29,6 +28,7 @@ from ingester.scan_store import (
     fill_scan_row,
     mark_backfilled,
 )
+from ingester.scan_types import ScanTuning
 from shared.errors import GmailApiError, GmailAuthError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, update_run

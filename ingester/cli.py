@@ -158,7 +158,8 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
     from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
     from ingester.pacing import RetryPolicy
-    from ingester.scan import ScanRequest, ScanResult, ScanTuning, run_scan
+    from ingester.scan import run_scan
+    from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
     access = GoogleAccess(

@@ -6,14 +6,15 @@ so a `kill -9` at any instant followed by `--resume` (or any later scan: dedupe 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from ingester.fetcher import ChunkOutcome, FetchCancelled, Fetcher, iter_done
 from ingester.gmail import (
@@ -27,7 +28,7 @@ from ingester.gmail import (
 )
 from ingester.gmail_records import record_from_meta
 from ingester.heartbeat import Heartbeat
-from ingester.pacing import QuotaPacer, RetryPolicy
+from ingester.pacing import QuotaPacer
 from ingester.report import Reporter
 from ingester.scan_store import (
     HISTORY_ID_KEY,
@@ -40,55 +41,12 @@ from ingester.scan_store import (
     set_sync_state,
     unknown_ids,
 )
+from ingester.scan_types import ScanRequest, ScanResult, ScanTuning, Tally
 from ingester.store import count_batch
-from shared.errors import GmailApiError, GmailAuthError, RunNotFoundError
+from shared.errors import DatabaseError, GmailApiError, GmailAuthError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
-
-
-@dataclass(frozen=True, slots=True)
-class ScanRequest:
-    resume_run_id: int | None = None
-    full: bool = False
-    launch_token: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ScanTuning:
-    units_per_second: float = 250.0
-    workers: int = 3
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
-@dataclass(frozen=True, slots=True)
-class ScanResult:
-    run_id: int
-    state: RunState
-    outcome: RunOutcome
-    mode: str
-    messages_seen: int
-    messages_new: int
-    messages_skipped: int
-    messages_excluded: int
-
-    def resume_hint(self) -> str:
-        return f"gmail-stats scan --resume {self.run_id}"
-
-    def summary(self) -> str:
-        return (
-            f"run {self.run_id} {self.state}/{self.outcome} ({self.mode} listing): {self.messages_seen:,} messages "
-            f"listed, {self.messages_new:,} new, {self.messages_excluded:,} excluded (spam/trash/chat), "
-            f"{self.messages_skipped:,} not fetched"
-        )
-
-
-@dataclass(slots=True)
-class _Tally:
-    seen: int = 0
-    new: int = 0
-    skipped: int = 0
-    excluded: int = 0
 
 
 class _Scanner:
@@ -112,7 +70,7 @@ class _Scanner:
         self.cancel = cancel
         self.clock = clock
         self.on_consent_url = on_consent_url
-        self.tally = _Tally()
+        self.tally = Tally()
         self.run_id = 0
         self.retries_pending = False
         self.mode = "full"
@@ -139,7 +97,7 @@ class _Scanner:
                 raise RunNotFoundError(f"run {wanted} is a {run.source} run, not a Gmail scan")
             reopen_run(conn, run.run_id, pid=os.getpid(), now=self.clock(), launch_token=self.request.launch_token)
             self.run_id = run.run_id
-            self.tally = _Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
+            self.tally = Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
             return run.resume_token
 
     def _consent_url(self, url: str) -> None:
@@ -169,6 +127,12 @@ class _Scanner:
             except GmailAuthError as exc:
                 self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind=exc.kind, error=str(exc))
                 raise
+            except OperationalError as exc:
+                with contextlib.suppress(OperationalError):
+                    self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind="db", error=f"database error: {exc.orig}")
+                raise DatabaseError(
+                    f"database error during the scan: {exc.orig}; resume with --resume {self.run_id}"
+                ) from exc
             except GmailApiError as exc:
                 kind = "rate_limited" if exc.kind == "rate_limited" else "gmail_api"
                 hint = f"; run `gmail-stats scan --resume {self.run_id}` later to continue"

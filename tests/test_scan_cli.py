@@ -78,7 +78,9 @@ def test_quota_storms_and_5xx_still_give_exact_counts(tmp_path) -> None:  # type
         g.google.faults.storm_429_rate = 0.15
         g.google.faults.error_5xx_rate = 0.1
         g.google.faults.drop_batch_rate = 0.05
-        result = g.scan("--verbose")
+        g.google.faults.stall_rate = 0.03  # answers after the client's timeout
+        g.google.faults.stall_seconds = 2.5
+        result = g.scan("--verbose", GMAIL_STATS_HTTP_TIMEOUT="1")
         assert result.returncode == 0, result.stderr
         run = runs(g.db)[-1]
         assert (run["state"], run["outcome"]) == ("done", "complete")

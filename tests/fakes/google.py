@@ -452,6 +452,10 @@ class FakeGoogleServer(ThreadingHTTPServer):
     def base_url(self) -> str:
         return self.google.base_url
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client that timed out or was killed leaves a broken connection behind: expected, not news.
+        pass
+
     def track(self, conn: socket.socket, *, add: bool) -> None:
         with self._conn_lock:
             (self._connections.add if add else self._connections.discard)(conn)
