@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ingester.auth import GoogleAccess, load_token_cache
+from ingester.fetcher import Fetcher
 from ingester.gmail import GmailClient
 from ingester.gmail_google import GoogleGmailClient
+from ingester.pacing import QuotaPacer, RetryPolicy
 from shared.errors import GmailApiError, GmailAuthError
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
@@ -160,3 +164,37 @@ def test_missing_or_bad_client_file(tmp_path: Path) -> None:
             access.connect(on_consent_url=lambda url: None, cancel=threading.Event())
         assert caught.value.kind == "missing_credentials"
         assert "Desktop" in str(caught.value)
+
+
+def test_retry_after_is_honoured_by_the_fetcher(google: FakeGoogle, client: GmailClient) -> None:
+    google.faults.next_429 = 1
+    google.faults.retry_after_seconds = 1.5
+    fetcher = Fetcher(
+        lambda: client,
+        pacer=QuotaPacer(10_000, monotonic=time.monotonic, wait=threading.Event().wait),
+        policy=RetryPolicy(attempts=3, base_seconds=0.01),
+        workers=1,
+        cancel=threading.Event(),
+    )
+    started = time.monotonic()
+    profile = fetcher.call(1, lambda c: c.get_profile(), what="users.getProfile")
+    assert profile.messages_total == 1200
+    assert time.monotonic() - started >= 1.0  # Google's "Retry after", not the 10 ms backoff
+    warnings = fetcher.drain_warnings()
+    assert len(warnings) == 1 and "429" in warnings[0]
+    fetcher._clients.clear()  # the fixture closes its client
+
+
+# On a 401 inside a batch, googleapiclient's `_auth.refresh_credentials` refreshes through a fresh `httplib2.Http()`
+# that it never closes. Outside this forced case google-auth refreshes before expiry, so batches never hit it.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_expired_access_tokens_are_refreshed_for_calls_and_batches(google: FakeGoogle, client: GmailClient) -> None:
+    ids = google.mailbox.listed(include_spam_trash=False)[:50]
+    refreshed = google.calls.get("token", 0)
+    google.access_tokens.clear()  # every access token expired at Google; the refresh token still works
+    assert client.list_messages(page_token=None).ids[:50] == tuple(ids)
+    google.access_tokens.clear()
+    result = client.get_messages(ids)
+    assert not result.failures and len(result.messages) == 50
+    assert google.calls["token"] == refreshed + 2
+    gc.collect()  # let the library's leaked connection be collected inside this test, where it is expected

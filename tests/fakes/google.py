@@ -53,6 +53,7 @@ class Faults:
     history_expired: bool = False
     consent: str = "approve"  # or "deny", "policy_enforced"
     list_delay_seconds: float = 0.0
+    next_429: int = 0  # the next N Gmail calls answer 429 whatever the quota
 
 
 class TokenBucket:
@@ -175,7 +176,11 @@ class FakeGoogle:
             return 401, error_body(
                 401, "Request had invalid authentication credentials.", "authError", "UNAUTHENTICATED"
             )
-        if self.roll(self.faults.storm_429_rate) or (self.bucket is not None and not self.bucket.take(COSTS[name])):
+        if (
+            self._forced_429()
+            or self.roll(self.faults.storm_429_rate)
+            or (self.bucket is not None and not self.bucket.take(COSTS[name]))
+        ):
             message = "User-rate limit exceeded."
             if self.faults.retry_after_seconds is not None:
                 until = time.time() + self.faults.retry_after_seconds
@@ -192,6 +197,13 @@ class FakeGoogle:
         if name == "history":
             return self._history(query)
         return self._get(rest[1], query)
+
+    def _forced_429(self) -> bool:
+        with self.lock:
+            if self.faults.next_429 > 0:
+                self.faults.next_429 -= 1
+                return True
+        return False
 
     def _profile(self) -> bytes:
         box = self.mailbox
