@@ -52,7 +52,7 @@ class _Server(HTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
-    timeout = 5  # a silent connection (a port probe) must not hold the loop
+    timeout = 1  # a silent connection (a port probe) must not hold the loop past the 2 s cancel promise
 
     def do_GET(self) -> None:
         callback = parse_callback(self.path, state=self.server.state)

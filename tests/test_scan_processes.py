@@ -165,7 +165,14 @@ def test_revoked_refresh_token_asks_again_and_says_why(tmp_path: Path) -> None:
 
 def test_sigterm_while_waiting_for_consent_cancels_quickly(tmp_path: Path) -> None:
     with fake_google(tmp_path, 20, tokens=False) as g:
-        process, _ = _consent_run(g, free_port())
+        process, run = _consent_run(g, free_port())
+        first_beat = int(run["updated_at_unix"])  # type: ignore[call-overload]
+
+        def beating() -> object:
+            current = last_run(g.db)
+            return current and int(current["updated_at_unix"]) >= first_beat + 2  # type: ignore[call-overload]
+
+        wait_for(beating, timeout=30, what="heartbeats while waiting for consent")
         sent = time.monotonic()
         process.send_signal(signal.SIGTERM)
         _, stderr = _finish(process, timeout=30)
