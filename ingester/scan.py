@@ -23,6 +23,7 @@ from ingester.gmail import (
     COST_MESSAGES_LIST,
     AuthCancelled,
     GmailAccess,
+    GmailClient,
     IdPage,
     Profile,
 )
@@ -212,7 +213,7 @@ class _Scanner:
             try:
                 page = fetcher.call(
                     COST_HISTORY_LIST,
-                    lambda c, current=token: c.list_history(start_history_id=start, page_token=current),  # type: ignore[misc]
+                    _history_page(start, token),
                     what="history.list",
                 )
             except GmailApiError as exc:
@@ -295,6 +296,13 @@ class _Scanner:
             add_warnings(conn, self.run_id, warnings)
         for text in warnings:
             self.reporter.warning(text)
+
+
+def _history_page(start: str, token: str | None) -> Callable[[GmailClient], IdPage]:
+    def call(client: GmailClient) -> IdPage:
+        return client.list_history(start_history_id=start, page_token=token)
+
+    return call
 
 
 def run_scan(

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ingester.consent import Callback, parse_callback
 from ingester.gmail import MessageMeta
@@ -221,3 +223,21 @@ def test_every_scan_setting_is_in_the_readme() -> None:
     for name in IngesterSettings.model_fields:
         if name not in ("db", "launch_token"):  # documented by the foundation's sections
             assert f"`GMAIL_STATS_{name.upper()}`" in section, name
+
+
+@given(status=st.integers(100, 599), content=st.binary(max_size=300))
+def test_error_translation_never_raises(status: int, content: bytes) -> None:
+    error = error_from_response(status, content, what="call")
+    assert error.status == status and error.kind in {"rate_limited", "not_found", "gmail_api"}
+
+
+@given(st.text(max_size=200))
+def test_retry_after_parsing_never_raises(text: str) -> None:
+    value = parse_retry_after(text)
+    assert value is None or isinstance(value, float)
+
+
+@given(st.text(max_size=100), st.text(max_size=40))
+def test_callback_parsing_never_raises(path: str, state: str) -> None:
+    callback = parse_callback("/?" + path, state=state or "s")
+    assert callback is None or callback.code or callback.error
