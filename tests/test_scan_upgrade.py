@@ -11,7 +11,7 @@ from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.migrations import LATEST_VERSION, migrate, schema_version
 from tests.conftest import run_cli
 from tests.fakes.takeout import write_takeout
-from tests.scan_support import fake_google, runs, sender_counts
+from tests.scan_support import fake_google, runs, sender_counts, wait_for
 
 
 def rust_database(path: Path, *, version: int, ids: list[object], senders: list[tuple[str, int]], runs: bool) -> None:
@@ -128,3 +128,40 @@ def test_upgrade_then_backfill_collapses_double_counts_exactly_once(tmp_path: Pa
             ).fetchone()
         conn.close()
         assert filled[0] == len(box.listed(include_spam_trash=False)) - 1  # all but the one deleted during backfill
+
+
+def _checked(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(db)
+        try:
+            return int(conn.execute("SELECT count(*) FROM backfill_checked").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.slow
+def test_backfill_killed_midway_then_run_again_is_exact(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 1500, quota=500) as g:
+        kept = [g.google.mailbox.messages[i] for i in g.google.mailbox.listed(include_spam_trash=False)]
+        counts: dict[str, int] = {}
+        for message in kept:
+            counts[message.header("From") or ""] = counts.get(message.header("From") or "", 0) + 1
+        rust_database(g.db, version=1, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=False)
+        mbox = tmp_path / "mail.mbox"
+        write_takeout(mbox, [(m, False) for m in kept if m.message_id is not None])
+        assert run_cli("import", mbox, "--db", g.db).returncode == 0
+        process = g.popen("--backfill-message-ids", GMAIL_STATS_QUOTA_UNITS_PER_SEC="500")
+        try:
+            wait_for(lambda: _checked(g.db) >= 300, timeout=90, what="part of the backfill")
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        done_before = _checked(g.db)
+        assert done_before < len(kept)
+        g.google.bucket = None
+        again = g.scan("--backfill-message-ids")
+        assert again.returncode == 0, again.stderr
+        assert runs(g.db)[-1]["messages_seen"] == len(kept) - done_before
+        assert sender_counts(g.db) == g.google.mailbox.expected_counts()
