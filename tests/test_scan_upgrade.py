@@ -165,3 +165,18 @@ def test_backfill_killed_midway_then_run_again_is_exact(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert runs(g.db)[-1]["messages_seen"] == len(kept) - done_before
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
+
+
+def test_models_describe_the_migrated_schema(tmp_path: Path) -> None:
+    from shared.models import Base
+
+    db = tmp_path / "stats.db"
+    engine = writer_engine(db)
+    try:
+        migrate(engine)
+        with engine.connect() as conn:
+            for name, table in Base.metadata.tables.items():
+                columns = {str(row[1]) for row in conn.exec_driver_sql(f"PRAGMA table_info({name})")}
+                assert columns == set(table.columns.keys()), name
+    finally:
+        close_writer_keeping_sidecars(engine, db)
