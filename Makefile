@@ -7,13 +7,13 @@ MBOX ?=
 .PHONY: install fmt check test bench up down logs scan import
 
 install:
-	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups
+	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups --compile-bytecode
 
 fmt:
 	$(BIN)/ruff format shared ingester viewer tests bench && $(BIN)/ruff check --fix shared ingester viewer tests bench
 
 check:
-	$(BIN)/ruff format --check shared ingester viewer tests bench && $(BIN)/ruff check shared ingester viewer tests bench && $(BIN)/mypy shared ingester viewer
+	$(BIN)/ruff format --check shared ingester viewer tests bench && $(BIN)/ruff check shared ingester viewer tests bench && $(BIN)/mypy shared ingester viewer bench
 
 test:
 	$(BIN)/pytest

@@ -1,0 +1,1 @@
+"""Benchmarks run by `make bench` (`python -m bench`): one `bench_*.py` module per benchmark, never run by tests."""

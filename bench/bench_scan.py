@@ -4,7 +4,7 @@
 2. The client's own ceiling: no quota on either side.
 3. A re-scan of an unchanged 20,000-message mailbox: API calls and seconds.
 
-Run: `.venv/bin/python -m bench.bench_scan` (add `--quick` for smaller mailboxes). Exactness is checked each time.
+Run: `.venv/bin/python -m bench scan` (add `--quick` for smaller mailboxes). Exactness is checked each time.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,14 +175,14 @@ def peer_baseline(messages: int) -> dict[str, object]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller mailboxes")
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--only", choices=("quota", "ceiling", "rescan", "peer"))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     small = args.quick
-    cases = {
+    cases: dict[str, Callable[[], dict[str, object]]] = {
         "quota": lambda: case(
             "250 units/s quota", messages=1000 if small else 5000, quota=250, units=250, workers=args.workers
         ),
@@ -202,7 +203,8 @@ def main() -> None:
     for key, run in cases.items():
         if args.only in (None, key):
             print(json.dumps(run()), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

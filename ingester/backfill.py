@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlalchemy import Engine
 
@@ -101,7 +101,7 @@ class _Backfill:
             for meta in outcome.messages:
                 record = metadata_record(meta)
                 mail_id = by_gmail.get(meta.gmail_id, meta.gmail_id)
-                fill_scan_row(conn, replace(record, mail_id=mail_id))
+                fill_scan_row(conn, record._replace(mail_id=mail_id))
                 if record.rfc_message_id is None:
                     statuses[mail_id] = "none"
                     continue

@@ -19,16 +19,17 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
-from ingester.importer import ImportRequest, run_import
+from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.report import make_reporter
 from ingester.session import ingest_session
 from ingester.settings import IngesterSettings
 from ingester.signals import cancel_on_signals
 from shared.db import reader_engine
 from shared.errors import DatabaseError, GmailStatsError, UsageError
+from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.models import RunState
-from shared.runs import PUBLIC_RUN_COLUMNS, Run, list_runs
+from shared.runs import Run, list_runs
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
 
@@ -129,13 +130,18 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
     )
-    from ingester.importer import check_mbox_path
-
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
     with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
-        result = run_import(engine=engine, request=request, reporter=reporter, cancel=cancel, clock=system_clock)
+        result = run_import(
+            engine=engine,
+            request=request,
+            reporter=reporter,
+            cancel=cancel,
+            clock=system_clock,
+            parse_workers=settings.effective_parse_workers(),
+        )
     summary = (
         f"run {result.run_id} {result.state}: {result.messages_seen:,} messages read, {result.messages_new:,} new, "
         f"{result.messages_excluded:,} excluded (spam/trash/chat), {result.messages_skipped:,} skipped"
@@ -221,12 +227,14 @@ def _open_for_reading(settings: IngesterSettings) -> Any:
     return engine
 
 
-def _format_run(run: Run) -> str:
+def _format_run(run: Run, *, ingester_alive: bool) -> str:
     counts = f"{run.messages_seen:,} seen, {run.messages_new:,} new"
     extra = f", {run.messages_skipped:,} skipped, {run.messages_excluded:,} excluded, {run.warnings_count} warnings"
     where = f" {run.mbox_path}" if run.mbox_path else ""
     outcome = f"/{run.outcome}" if run.outcome else ""
     error = f" — {run.error}" if run.error else ""
+    if run.is_open and not ingester_alive:
+        error += " — no ingester holds the lock any more; the next run will mark this one abandoned"
     return f"#{run.run_id} {run.source} {run.state}{outcome}: {counts}{extra}{where}{error}"
 
 
@@ -240,11 +248,11 @@ def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
         json.dump([run.public_dict() for run in runs], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
+        alive = is_lock_held(settings.db)
         for run in runs:
-            print(_format_run(run))
+            print(_format_run(run, ingester_alive=alive))
         if not runs:
             print("no runs yet")
-    assert PUBLIC_RUN_COLUMNS
     return EXIT_OK
 
 

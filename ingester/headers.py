@@ -10,10 +10,12 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_tz
 
-from shared.normalize import decode_header_bytes
-
 _WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
-_FOLD_WS = frozenset(b" \t")
+_SLOT = {name: slot for slot, name in enumerate(_WANTED)}
+# Matched against b"\n" + block: a wanted name at a line start, optional blanks, the colon, the rest of the line.
+# The leading literal lets the regex engine skip from newline to newline in C.
+_WANTED_LINE = re.compile(rb"\n(" + b"|".join(re.escape(n) for n in _WANTED) + rb")[ \t]*:([^\n]*)", re.IGNORECASE)
+_CONTINUATION = re.compile(rb"(?:\n[ \t][^\n]*)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,39 +42,32 @@ def _has_valid_line(block: bytes) -> bool:
     return False
 
 
-def _first_value(block: bytes, lowered: bytes, name: bytes) -> str | None:
-    """`lowered` is `b"\\n" + block.lower()`, so offsets in it are one past those in `block`."""
-    needle = b"\n" + name
-    size = len(lowered)
-    start = 0
-    while True:
-        hit = lowered.find(needle, start)
-        if hit == -1:
-            return None
-        cursor = hit + len(needle)
-        while cursor < size and lowered[cursor] in _FOLD_WS:
-            cursor += 1
-        start = cursor
-        if cursor >= size or lowered[cursor] != 0x3A:  # not "name:", e.g. "fromage:" or "from x"
-            continue
-        end = lowered.find(b"\n", cursor)
-        while end != -1 and end + 1 < size and lowered[end + 1] in _FOLD_WS:
-            end = lowered.find(b"\n", end + 1)
-        if end == -1:
-            end = size
-        start = end
-        raw = block[cursor : end - 1]  # from just after the colon to before the line's "\n"
-        # RFC 5322 §2.2.3: unfolding removes each CRLF that precedes whitespace.
-        value = decode_header_bytes(raw).replace("\r\n", "").replace("\n", "").strip()
-        if value:
-            return value
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")  # maps every byte: undecodable input never drops a message
 
 
 def parse_header_block(block: bytes) -> HeaderFields:
-    if not _has_valid_line(block):
+    newline = block.find(b"\n")
+    first_line = block if newline == -1 else block[:newline]
+    if not (first_line.find(b":") > 0 and first_line[:1] not in (b" ", b"\t")) and not _has_valid_line(block):
         return HeaderFields(has_valid_line=False)
-    lowered = b"\n" + block.lower()
-    values = [_first_value(block, lowered, name) for name in _WANTED]
+    framed = b"\n" + block
+    values: list[str | None] = [None] * len(_WANTED)
+    for match in _WANTED_LINE.finditer(framed):
+        slot = _SLOT[match.group(1).lower()]
+        if values[slot] is not None:
+            continue
+        raw = match.group(2)
+        folded = _CONTINUATION.match(framed, match.end())
+        if folded is not None:
+            # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
+            raw += folded.group().replace(b"\n", b"")
+        value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
+        if value:
+            values[slot] = value
     return HeaderFields(True, *values)
 
 

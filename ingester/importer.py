@@ -17,17 +17,15 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from ingester import mbox
+from ingester.parse_pool import parse_in_order
 from ingester.records import MailRecord
 from ingester.report import Reporter
+from ingester.segments import plan_segments
 from ingester.store import count_batch
-from ingester.takeout import Skip, judge_region
 from shared.errors import InputFileError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
-
-BATCH_MESSAGES = 5000
-BATCH_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +97,9 @@ class _Importer:
         reporter: Reporter,
         cancel: threading.Event,
         clock: Clock,
+        parse_workers: int,
     ) -> None:
+        self.parse_workers = parse_workers
         self.engine = engine
         self.request = request
         self.reporter = reporter
@@ -158,7 +158,7 @@ class _Importer:
         run_id, offset, tally = self.start_run(info, fingerprint(self.request.path, info))
         self.reporter.start(description=f"Importing {self.request.path.name}", total=info.st_size, done=offset)
         try:
-            cancelled = self._consume(run_id, offset, tally)
+            cancelled = self._consume(run_id, offset, info.st_size, tally)
         except OSError as exc:
             self._fail(run_id, "io", f"reading {self.request.path} failed: {exc}")
             raise InputFileError(f"{self.request.path}: reading failed ({exc}); resume with --resume {run_id}") from exc
@@ -182,38 +182,28 @@ class _Importer:
                 error=message,
             )
 
-    def _consume(self, run_id: int, offset: int, tally: _Tally) -> bool:
+    def _consume(self, run_id: int, offset: int, size: int, tally: _Tally) -> bool:
         """Counts regions from `offset` to the end; returns True when stopped by a cancel request."""
-        include = self.request.include_spam_trash
-        batch: list[MailRecord] = []
-        warnings: list[str] = []
+        tasks = plan_segments(
+            self.request.path, start=offset, size=size, include_spam_trash=self.request.include_spam_trash
+        )
         done = offset
-        last_commit = self.clock()
-        with self.request.path.open("rb", buffering=0) as stream:
-            for region in mbox.iter_regions(stream, start=offset):
-                verdict = judge_region(region, include_spam_trash=include)
-                if verdict.record is not None:
-                    batch.append(verdict.record)
-                    tally.seen += 1
-                elif verdict.skip is Skip.EXCLUDED:
-                    tally.excluded += 1
-                    tally.seen += 1
-                else:
-                    tally.skipped += 1
-                    warnings.append(f"skipped bytes {region.start}-{region.end}: no valid header line")
-                done = region.end
-                if self.cancel.is_set():
-                    break
-                if (
-                    len(batch) >= BATCH_MESSAGES
-                    or (warnings and len(warnings) >= 50)
-                    or self.clock() - last_commit >= BATCH_SECONDS
-                ):
-                    last_commit = self._commit(run_id, batch, warnings, tally, done)
-        self._commit(run_id, batch, warnings, tally, done)
+        for result in parse_in_order(tasks, workers=self.parse_workers, idle=lambda: self._heartbeat(run_id)):
+            tally.seen += result.seen
+            tally.skipped += result.skipped
+            tally.excluded += result.excluded
+            if result.end is not None:
+                done = result.end
+            self._commit(run_id, result.records, result.warnings, tally, done)
+            if self.cancel.is_set():
+                return True
         return self.cancel.is_set()
 
-    def _commit(self, run_id: int, batch: list[MailRecord], warnings: list[str], tally: _Tally, done: int) -> float:
+    def _heartbeat(self, run_id: int) -> None:
+        with self.engine.begin() as conn:
+            update_run(conn, run_id, now=self.clock())
+
+    def _commit(self, run_id: int, batch: list[MailRecord], warnings: list[str], tally: _Tally, done: int) -> None:
         with self.engine.begin() as conn:
             outcome = count_batch(conn, batch, source=Source.MBOX, run_id=run_id)
             tally.new += outcome.new
@@ -230,14 +220,20 @@ class _Importer:
             )
         for text in warnings:
             self.reporter.warning(text)
-        batch.clear()
-        warnings.clear()
         self.reporter.progress(done=done, seen=tally.seen, new=tally.new)
-        return self.clock()
 
 
 def run_import(
-    *, engine: Engine, request: ImportRequest, reporter: Reporter, cancel: threading.Event, clock: Clock
+    *,
+    engine: Engine,
+    request: ImportRequest,
+    reporter: Reporter,
+    cancel: threading.Event,
+    clock: Clock,
+    parse_workers: int = 0,
 ) -> ImportResult:
     """Imports `request.path` into the database behind `engine` (the caller holds the ingest lock)."""
-    return _Importer(engine=engine, request=request, reporter=reporter, cancel=cancel, clock=clock).run()
+    importer = _Importer(
+        engine=engine, request=request, reporter=reporter, cancel=cancel, clock=clock, parse_workers=parse_workers
+    )
+    return importer.run()

@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 from ingester.headers import MONTHS
 
-CHUNK_BYTES = 8 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024
 # A header block longer than this is truncated (framing is unaffected); Takeout header blocks are a few KB.
 HEADER_CAP_BYTES = 4 * 1024 * 1024
 # Separator lines are short; a candidate line is judged within this many bytes.
@@ -31,10 +31,15 @@ _NEEDLE = b"\nFrom "
 
 @dataclass(frozen=True, slots=True)
 class Postmark:
-    """What a separator line says: the envelope token and its date."""
+    """A separator line: its envelope token, and its date (parsed only when a message's Date header fails)."""
 
     envelope: bytes
-    date_unix: int | None
+    line: bytes
+
+    @property
+    def date_unix(self) -> int | None:
+        match = SEPARATOR.match(self.line)
+        return _postmark_date(match) if match is not None else None
 
     @property
     def gmail_id(self) -> str | None:
@@ -66,18 +71,22 @@ class _Separator:
     postmark: Postmark
 
 
-def parse_postmark(match: re.Match[bytes]) -> Postmark:
-    envelope, mon, day, hour, minute, second, sign, zh, zm, year = match.groups()
+def _postmark_date(match: re.Match[bytes]) -> int | None:
+    _envelope, mon, day, hour, minute, second, sign, zh, zm, year = match.groups()
     month = MONTHS.get(mon.decode("ascii").lower())
-    date_unix: int | None = None
-    if month is not None:
-        try:
-            date_unix = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second or 0)))
-        except (ValueError, OverflowError):
-            date_unix = None
-        if date_unix is not None and sign is not None:
-            date_unix -= (int(zh) * 3600 + int(zm) * 60) * (1 if sign == b"+" else -1)
-    return Postmark(envelope=envelope, date_unix=date_unix)
+    if month is None:
+        return None
+    try:
+        date_unix = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second or 0)))
+    except (ValueError, OverflowError):
+        return None
+    if sign is not None:
+        date_unix -= (int(zh) * 3600 + int(zm) * 60) * (1 if sign == b"+" else -1)
+    return date_unix
+
+
+def parse_postmark(match: re.Match[bytes]) -> Postmark:
+    return Postmark(envelope=match.group(1), line=match.group(0))
 
 
 def looks_like_mbox(head: bytes) -> bool:
@@ -126,7 +135,8 @@ class _Window:
 
 def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separator | None:
     """The separator whose line starts at `line_start` (already known to be a line start), if it is one."""
-    window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)
+    if window.base + len(window.data) < line_start + SEPARATOR_WINDOW:
+        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)
     rel = line_start - window.base
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
@@ -173,7 +183,8 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
     """The header block after `sep` up to its blank line, and a separator found inside it, if any."""
     start = sep.header_start
     while True:
-        window.ensure(start + 2, keep_from=start)
+        if window.base + len(window.data) < start + 2:
+            window.ensure(start + 2, keep_from=start)
         rel = start - window.base
         if window.data.startswith(b"\n", rel) or window.data.startswith(b"\r\n", rel):
             return b"", None
@@ -186,6 +197,10 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
         else:
             stop = window.base + min(rel + HEADER_CAP_BYTES, len(window.data))
         break
+    # Almost always no "\nFrom " at all inside a header block: check that in C before the general search.
+    lo = start - 1 - window.base
+    if window.data.find(_NEEDLE, max(lo, 0), stop - 1 - window.base + len(_NEEDLE)) == -1:
+        return window.slice(start, stop), None
     inner = _next_separator(window, start, stop=stop, keep_from=start)
     return window.slice(start, inner.start if inner is not None else stop), inner
 
@@ -214,17 +229,25 @@ def _preamble_is_blank(stream: BinaryIO, start: int, stop: int) -> bool:
         stream.seek(position)
 
 
-def iter_regions(stream: BinaryIO, *, start: int = 0, chunk: int = CHUNK_BYTES) -> Iterator[Region]:
-    """Yields regions in file order from `start` (0, or the offset of a separator) to the end of the file.
+def iter_regions(
+    stream: BinaryIO, *, start: int = 0, stop: int | None = None, align: bool = False, chunk: int = CHUNK_BYTES
+) -> Iterator[Region]:
+    """Yields, in file order, the regions that start in `[start, stop)`; the last one runs to the next separator.
 
-    Offsets tile the rest of the file: each region ends where the next begins, and the last ends at EOF.
+    `start` is 0 or a separator's offset, or with `align` any offset: then the first region is the first
+    separator at or after it (no preamble). Regions of consecutive `[a, b)`, `[b, c)` calls tile the file
+    exactly, which is what lets segments of one file be parsed in parallel.
     """
-    window = _Window(stream, start, chunk)
-    current = _separator_at(window, start, keep_from=start) or _next_separator(window, start + 1)
-    preamble_end = current.start if current is not None else _file_size(stream)
-    if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
-        yield Region(start, preamble_end, None, b"")
-    while current is not None:
+    if align and start > 0:
+        window = _Window(stream, start - 1, chunk)
+        current = _next_separator(window, start)
+    else:
+        window = _Window(stream, start, chunk)
+        current = _separator_at(window, start, keep_from=start) or _next_separator(window, start + 1)
+        preamble_end = current.start if current is not None else _file_size(stream)
+        if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
+            yield Region(start, preamble_end, None, b"")
+    while current is not None and (stop is None or current.start < stop):
         header, following = _read_header(window, current)
         if following is None:
             following = _next_separator(window, current.header_start + len(header))

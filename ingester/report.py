@@ -6,18 +6,10 @@ The only module besides `cli` that prints. Progress bars appear on a TTY only, a
 from __future__ import annotations
 
 import sys
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 class Reporter(Protocol):
@@ -78,6 +70,17 @@ class BarReporter:
     """A rich progress bar on the terminal (bytes for imports, messages for scans)."""
 
     def __init__(self, *, verbose: bool, unit_bytes: bool) -> None:
+        # Imported here: rich costs ~0.1 s of start-up that quiet and non-TTY runs should not pay.
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
         self._verbose = verbose
         self._console = Console(stderr=True)
         columns = [TextColumn("[progress.description]{task.description}"), BarColumn()]

@@ -5,6 +5,7 @@ Callers own the transaction.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -12,27 +13,25 @@ from sqlalchemy import Connection
 
 from ingester.records import MailRecord
 
+_KNOWN_BY_MAIL_ID = "SELECT mail_id FROM seen_mails WHERE mail_id IN (SELECT value FROM json_each(?))"
+_KNOWN_BY_GMAIL_ID = "SELECT gmail_id FROM seen_mails WHERE gmail_id IN (SELECT value FROM json_each(?))"
 HISTORY_ID_KEY = "gmail_history_id"
 # The mailbox historyId when the current (maybe interrupted) scan first started; becomes HISTORY_ID_KEY at its end.
 PENDING_HISTORY_ID_KEY = "gmail_history_id_pending"
-_IN_CHUNK = 5000
-
-
-def _chunks(values: Sequence[str]) -> Iterable[Sequence[str]]:
-    for i in range(0, len(values), _IN_CHUNK):
-        yield values[i : i + _IN_CHUNK]
 
 
 def unknown_ids(conn: Connection, ids: Sequence[str]) -> list[str]:
-    """The Gmail ids not yet recorded: neither a scanned `mail_id` nor a Takeout postmark's `gmail_id`."""
-    known: set[str] = set()
-    for chunk in _chunks(ids):
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT mail_id FROM seen_mails WHERE mail_id IN ({marks})"
-        known.update(row[0] for row in conn.exec_driver_sql(sql, tuple(chunk)))
-        sql = f"SELECT gmail_id FROM seen_mails WHERE gmail_id IN ({marks})"
-        known.update(row[0] for row in conn.exec_driver_sql(sql, tuple(chunk)))
-    return [i for i in dict.fromkeys(ids) if i not in known]
+    """The Gmail ids not yet recorded: neither a scanned `mail_id` nor a Takeout postmark's `gmail_id`.
+
+    The ids travel as one JSON array so the statement text never varies (as in `store._existing`).
+    """
+    wanted = list(dict.fromkeys(ids))
+    if not wanted:
+        return []
+    payload = (json.dumps(wanted),)
+    known = {row[0] for row in conn.exec_driver_sql(_KNOWN_BY_MAIL_ID, payload)}
+    known.update(row[0] for row in conn.exec_driver_sql(_KNOWN_BY_GMAIL_ID, payload))
+    return [i for i in wanted if i not in known]
 
 
 def get_sync_state(conn: Connection, key: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -12,6 +13,12 @@ from shared.settings import CommonSettings
 class IngesterSettings(CommonSettings):
     """Environment: `GMAIL_STATS_DB` (shared with the viewer), the launcher's token, and the Gmail scan's tuning."""
 
+    parse_workers: int | None = Field(
+        default=None,
+        ge=0,
+        description="Child processes that parse an mbox in parallel (0 parses in-process; default: one per CPU, "
+        "at most 4).",
+    )
     launch_token: str | None = Field(
         default=None,
         description="Set by the viewer when it launches an ingester; stored on the run row so it finds its run.",
@@ -71,3 +78,8 @@ class IngesterSettings(CommonSettings):
         gt=0,
         description="Seconds before a Gmail request without an answer counts as failed (and is retried).",
     )
+
+    def effective_parse_workers(self) -> int:
+        if self.parse_workers is not None:
+            return self.parse_workers
+        return min(os.cpu_count() or 1, 4)

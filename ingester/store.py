@@ -5,6 +5,7 @@ All SQL the ingesters run on `seen_mails`/`senders` lives here. Callers own the 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -12,9 +13,6 @@ from sqlalchemy import Connection
 
 from ingester.records import MailRecord
 from shared.models import Source
-
-# Well under SQLite's 32,766 bound parameters per statement.
-_IN_CHUNK = 5000
 
 _INSERT_SEEN = (
     "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"
@@ -79,16 +77,17 @@ class _SenderDelta:
 
 
 def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_only: bool = False) -> set[str]:
-    """Which of `values` already stand in `seen_mails.<column>` (a fixed column name of ours, never input)."""
+    """Which of `values` already stand in `seen_mails.<column>` (a fixed column name of ours, never input).
+
+    The values travel as one JSON array so the statement text never varies: an `IN (?, ?, ...)` list of varying
+    length would fill the driver's statement cache with large prepared statements, growing memory per batch.
+    """
     wanted = list(dict.fromkeys(values))
-    found: set[str] = set()
+    if not wanted:
+        return set()
     extra = " AND counted = 1" if counted_only else ""
-    for i in range(0, len(wanted), _IN_CHUNK):
-        chunk = wanted[i : i + _IN_CHUNK]
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT {column} FROM seen_mails WHERE {column} IN ({marks}){extra}"
-        found.update(row[0] for row in conn.exec_driver_sql(sql, tuple(chunk)))
-    return found
+    sql = f"SELECT {column} FROM seen_mails WHERE {column} IN (SELECT value FROM json_each(?)){extra}"
+    return {row[0] for row in conn.exec_driver_sql(sql, (json.dumps(wanted),))}
 
 
 def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int) -> BatchOutcome:
@@ -104,11 +103,13 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     counted_rfc = _existing(
         conn, "rfc_message_id", (r.rfc_message_id for r in records if r.rfc_message_id), counted_only=True
     )
+    # The Gmail id links sources only: an API row's `mail_id` is the bare id, and an mbox row keeps the id its
+    # postmark gave in `gmail_id`. Within one source it proves nothing (a Takeout postmark may not be unique).
     gmail_ids = [r.gmail_id for r in records if r.gmail_id]
     counted_gmail: set[str] = set()
     if gmail_ids:
-        key_column = "gmail_id" if source == Source.GMAIL_API else "mail_id"
-        counted_gmail = _existing(conn, key_column, gmail_ids, counted_only=True)
+        other_source_column = "gmail_id" if source == Source.GMAIL_API else "mail_id"
+        counted_gmail = _existing(conn, other_source_column, gmail_ids, counted_only=True)
 
     rows = []
     deltas: dict[str, _SenderDelta] = {}
@@ -125,8 +126,6 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
         if counted:
             if record.rfc_message_id is not None:
                 counted_rfc.add(record.rfc_message_id)
-            if record.gmail_id is not None:
-                counted_gmail.add(record.gmail_id)
             delta = deltas.get(record.sender)
             if delta is None:
                 delta = deltas[record.sender] = _SenderDelta("", None, 0, None, None, 0, 0, 0)

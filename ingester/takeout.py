@@ -5,17 +5,21 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
 from ingester.records import MailRecord
 from shared.normalize import (
+    SenderIdentity,
     is_excluded,
     is_unread,
     normalize_message_id,
     parse_labels,
     parse_sender,
 )
+
+NOBODY = SenderIdentity(key="", display_name="")
 
 
 class Skip(StrEnum):
@@ -26,38 +30,57 @@ class Skip(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    record: MailRecord | None
-    skip: Skip | None
+class LabelFacts:
+    joined: str
+    spam_or_trash: bool  # excluded by default (Chat included: it is excluded either way)
+    chat: bool
+    unread: bool
 
 
-def judge_region(region: Region, *, include_spam_trash: bool) -> Verdict:
+@lru_cache(maxsize=4096)
+def label_facts(value: str | None) -> LabelFacts:
+    """What an `X-Gmail-Labels` value means for counting; cached, as a mailbox has few distinct label sets."""
+    labels = parse_labels(value) if value else ()
+    return LabelFacts(
+        joined=",".join(labels),
+        spam_or_trash=is_excluded(labels, include_spam_trash=False),
+        chat=is_excluded(labels, include_spam_trash=True),
+        unread=is_unread(labels),
+    )
+
+
+def judge_region(region: Region, *, include_spam_trash: bool) -> MailRecord | Skip:
+    """The record to count, or why the region is not counted."""
     if region.postmark is None:
-        return Verdict(None, Skip.SKIPPED)
+        return Skip.SKIPPED
     fields = parse_header_block(region.header_block)
     if not fields.has_valid_line:
-        return Verdict(None, Skip.SKIPPED)
-    labels = parse_labels(fields.gmail_labels) if fields.gmail_labels else ()
-    if labels and is_excluded(labels, include_spam_trash=include_spam_trash):
-        return Verdict(None, Skip.EXCLUDED)
+        return Skip.SKIPPED
+    labels = label_facts(fields.gmail_labels)
+    if labels.chat or (labels.spam_or_trash and not include_spam_trash):  # Chat is never mail
+        return Skip.EXCLUDED
     raw_sender = fields.from_ or fields.sender or fields.return_path
-    identity = parse_sender(raw_sender) if raw_sender else None
+    identity = parse_sender(raw_sender) if raw_sender else NOBODY
     message_id = normalize_message_id(fields.message_id) if fields.message_id else None
     if message_id is not None:
         mail_id = "mid:" + message_id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
     date_unix = parse_date(fields.date)
-    record = MailRecord(
-        mail_id=mail_id,
-        rfc_message_id=message_id,
-        gmail_id=region.postmark.gmail_id,
-        sender=identity.key if identity is not None else "",
-        display_name=identity.display_name if identity is not None else "",
-        date_unix=date_unix if date_unix is not None else region.postmark.date_unix,
-        size_bytes=region.size,
-        labels=",".join(labels),
-        unread=is_unread(labels),
-        list_unsubscribe=fields.list_unsubscribe is not None,
+    if date_unix is None:
+        date_unix = region.postmark.date_unix
+    # Positional `_make`: this runs once per message, and the keyword constructor is several times slower.
+    return MailRecord._make(
+        (
+            mail_id,
+            message_id,
+            region.postmark.gmail_id,
+            identity.key,
+            identity.display_name,
+            date_unix,
+            region.size,
+            labels.joined,
+            labels.unread,
+            fields.list_unsubscribe is not None,
+        )
     )
-    return Verdict(record, None)

@@ -9,11 +9,11 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.pool import ConnectionPoolEntry, NullPool
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool, StaticPool
 
 BUSY_TIMEOUT_MS = 5000
 # Large enough to keep the hot index pages of a 500k-message mailbox in memory, small enough for the RSS budget.
-WRITER_CACHE_KIB = 32 * 1024
+WRITER_CACHE_KIB = 8 * 1024
 
 
 def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
@@ -30,13 +30,13 @@ def writer_engine(db_path: Path) -> Engine:
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
 
-    engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+    # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
+    engine = create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
         cursor.close()
@@ -65,6 +65,15 @@ def reader_engine(db_path: Path) -> Engine:
         cursor.close()
 
     return engine
+
+
+def enable_wal(engine: Engine) -> None:
+    """Switches the file to WAL (persistent); `migrate` calls it once the file is known not to be too new."""
+    raw = engine.raw_connection()  # outside any transaction: the journal mode cannot change inside one
+    try:
+        raw.driver_connection.execute("PRAGMA journal_mode=WAL")  # type: ignore[union-attr]
+    finally:
+        raw.close()
 
 
 def close_writer_keeping_sidecars(engine: Engine, db_path: Path) -> None:

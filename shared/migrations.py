@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine
 
+from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 from shared.legacy import is_rust_era, upgrade_rust_era
 
@@ -149,6 +150,7 @@ def migrate(engine: Engine) -> list[Migration]:
     with engine.connect() as conn:
         current = schema_version(conn)
     check_not_too_new(current)
+    enable_wal(engine)
     applied: list[Migration] = []
     if current < LATEST_VERSION:
         with engine.begin() as conn:

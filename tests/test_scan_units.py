@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import calendar
 import random
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -18,7 +16,6 @@ from ingester.gmail_google import error_from_response, parse_retry_after
 from ingester.gmail_records import record_from_meta
 from ingester.pacing import QuotaPacer, RetryPolicy
 from ingester.settings import IngesterSettings
-from tests.conftest import REPO_ROOT
 from tests.fakes.google import error_body
 
 
@@ -173,11 +170,6 @@ def test_only_a_callback_with_our_state_counts(path: str, expected: Callback | N
     assert parse_callback(path, state="s1") == expected
 
 
-def test_every_setting_has_a_description() -> None:
-    for name, info in IngesterSettings.model_fields.items():
-        assert info.description, name
-
-
 def test_scan_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GMAIL_STATS_QUOTA_UNITS_PER_SEC", "100")
     monkeypatch.setenv("GMAIL_STATS_OAUTH_BIND", "0.0.0.0")
@@ -189,40 +181,6 @@ def test_scan_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
         600.0,
         "https://gmail.googleapis.com/",
     )
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-    return found
-
-
-def test_only_gmail_google_imports_googleapiclient() -> None:
-    users = {
-        path.relative_to(REPO_ROOT).as_posix()
-        for package in ("shared", "ingester", "viewer")
-        for path in (REPO_ROOT / package).rglob("*.py")
-        if any(name.split(".")[0] == "googleapiclient" for name in _imports(path))
-    }
-    assert users == {"ingester/gmail_google.py"}
-
-
-def test_ingester_never_imports_viewer() -> None:
-    for path in (REPO_ROOT / "ingester").rglob("*.py"):
-        assert not any(name.split(".")[0] == "viewer" for name in _imports(path)), path
-
-
-def test_every_scan_setting_is_in_the_readme() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme[readme.index("## Scanning Gmail") :]
-    for name in IngesterSettings.model_fields:
-        if name not in ("db", "launch_token"):  # documented by the foundation's sections
-            assert f"`GMAIL_STATS_{name.upper()}`" in section, name
 
 
 @given(status=st.integers(100, 599), content=st.binary(max_size=300))

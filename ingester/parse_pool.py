@@ -1,0 +1,86 @@
+"""Parallel parsing: segments go round-robin to child `parse_worker` processes and come back in file order.
+
+The importer's main process only writes the database, so on two cores parsing and writing overlap. Small
+files, or `parse_workers=0`, parse in-process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import subprocess
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO
+
+from ingester.parse_worker import read_frame, write_frame
+from ingester.segments import SegmentResult, SegmentTask, parse_segment
+from shared.errors import GmailStatsError
+
+IN_FLIGHT_PER_WORKER = 2
+IDLE_CALLBACK_SECONDS = 1.0
+
+
+class ParseWorkerError(GmailStatsError):
+    """A parse worker died or answered nonsense; the run can be resumed."""
+
+    kind = "io"
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ingester.parse_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            bufsize=0,  # unbuffered: `select` on the pipe then tells the truth about unread results
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.tasks: IO[bytes] = self.process.stdin
+        self.results: IO[bytes] = self.process.stdout
+
+    def stop(self) -> None:
+        for stream in (self.tasks, self.results):
+            with contextlib.suppress(OSError):  # a worker that died first leaves a broken pipe
+                stream.close()
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def parse_in_order(tasks: Sequence[SegmentTask], *, workers: int, idle: Callable[[], None]) -> Iterator[SegmentResult]:
+    """Yields each task's result in task order; calls `idle` about every second while waiting on workers."""
+    if workers <= 0 or len(tasks) <= 1:
+        for task in tasks:
+            yield parse_segment(task)
+        return
+    pool = [_Worker() for _ in range(min(workers, len(tasks)))]
+    try:
+        pending: deque[_Worker] = deque()
+        queue = iter(tasks)
+
+        def submit(worker: _Worker) -> None:
+            task = next(queue, None)
+            if task is not None:
+                write_frame(worker.tasks, task)
+                pending.append(worker)
+
+        for _ in range(IN_FLIGHT_PER_WORKER):
+            for worker in pool:
+                submit(worker)
+        while pending:
+            worker = pending.popleft()
+            while not select.select([worker.results], [], [], IDLE_CALLBACK_SECONDS)[0]:
+                idle()
+            result = read_frame(worker.results)
+            if not isinstance(result, SegmentResult):
+                raise ParseWorkerError(f"a parse worker stopped unexpectedly (exit code {worker.process.poll()})")
+            submit(worker)
+            yield result
+    finally:
+        for worker in pool:
+            worker.stop()

@@ -1,0 +1,72 @@
+"""Parsing one byte segment of an mbox into counted-ready records: the unit of work of the parse workers.
+
+Pure apart from reading the file: no database, no printing. Segments `[a, b)`, `[b, c)` tile the file exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingester import mbox
+from ingester.records import MailRecord
+from ingester.takeout import Skip, judge_region
+
+# Small enough that a worker holds little (records of one segment), large enough that IPC and commits are rare.
+SEGMENT_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTask:
+    path: str
+    start: int
+    stop: int | None
+    first: bool
+    include_spam_trash: bool
+
+
+@dataclass(slots=True)
+class SegmentResult:
+    """What a segment held. `end` is where its last region ends (None when no region starts in it)."""
+
+    start: int
+    records: list[MailRecord] = field(default_factory=list)
+    seen: int = 0
+    skipped: int = 0
+    excluded: int = 0
+    warnings: list[str] = field(default_factory=list)
+    end: int | None = None
+
+
+def plan_segments(
+    path: Path, *, start: int, size: int, include_spam_trash: bool, segment_bytes: int = SEGMENT_BYTES
+) -> list[SegmentTask]:
+    """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned.
+
+    The last task runs to the end of the file, whatever its size by then.
+    """
+    bounds = list(range(start, size, segment_bytes)) or [start]
+    last = len(bounds) - 1
+    return [
+        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash)
+        for i, a in enumerate(bounds)
+    ]
+
+
+def parse_segment(task: SegmentTask) -> SegmentResult:
+    result = SegmentResult(start=task.start)
+    records = result.records
+    with open(task.path, "rb", buffering=0) as stream:
+        for region in mbox.iter_regions(stream, start=task.start, stop=task.stop, align=not task.first):
+            verdict = judge_region(region, include_spam_trash=task.include_spam_trash)
+            if type(verdict) is MailRecord:
+                records.append(verdict)
+                result.seen += 1
+            elif verdict is Skip.EXCLUDED:
+                result.excluded += 1
+                result.seen += 1
+            else:
+                result.skipped += 1
+                result.warnings.append(f"skipped bytes {region.start}-{region.end}: no valid header line")
+            result.end = region.end
+    return result

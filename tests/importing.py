@@ -1,0 +1,49 @@
+"""Helpers that run a real import in-process against a real database file and read the results back."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ingester.importer import ImportRequest, ImportResult, run_import
+from ingester.report import QuietReporter
+from ingester.session import ingest_session
+from shared.db import reader_engine
+from shared.summary import all_senders, summary_document
+from shared.timeutil import system_clock
+
+
+def import_file(db: Path, path: Path, *, workers: int = 0, **request: Any) -> ImportResult:
+    with ingest_session(db, clock=system_clock) as engine:
+        return run_import(
+            engine=engine,
+            request=ImportRequest(path=path, **request),
+            reporter=QuietReporter(),
+            cancel=threading.Event(),
+            clock=system_clock,
+            parse_workers=workers,
+        )
+
+
+def senders_of(db: Path) -> dict[str, dict[str, Any]]:
+    engine = reader_engine(db)
+    try:
+        with engine.connect() as conn:
+            document = summary_document(all_senders(conn), now=0)
+    finally:
+        engine.dispose()
+    return {row["sender"]: row for row in document["senders"]}
+
+
+def counts_of(db: Path) -> dict[str, int]:
+    return {sender: row["mails_sent"] for sender, row in senders_of(db).items()}
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    engine = reader_engine(db)
+    try:
+        with engine.connect() as conn:
+            return [tuple(row) for row in conn.exec_driver_sql(sql)]
+    finally:
+        engine.dispose()

@@ -1,0 +1,180 @@
+"""Lock, kill -9, SIGTERM and resume with real processes: a crash or Ctrl-C never loses or doubles a count."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from shared.lock import IngestLock, is_lock_held
+from tests.conftest import REPO_ROOT, ingester_env, run_cli
+from tests.factories import generate_messages, write_mbox
+from tests.importing import counts_of, import_file, query
+from tests.processes import parse_workers_alive, start_import, wait_for_progress, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def big_mbox(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """About 60 MB: long enough to interrupt a real import mid-way several times."""
+    path = tmp_path_factory.mktemp("mbox") / "takeout.mbox"
+    expected = write_mbox(path, generate_messages(count=40_000, body_bytes=1200, senders=500, spam_every=50))
+    return path, expected
+
+
+def test_second_ingester_is_refused_by_the_lock(tmp_path: Path, db_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time; from pathlib import Path; from shared.lock import IngestLock;"
+            "IngestLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)",
+            str(db_path),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ingester_env(),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert is_lock_held(db_path)
+        mbox = tmp_path / "a.mbox"
+        write_mbox(mbox, generate_messages(count=3, body_bytes=10))
+        started = time.monotonic()
+        result = run_cli("import", mbox, "--db", db_path)
+        assert result.returncode == 75
+        assert result.stderr.strip() == f"gmail-stats: another ingester is already running against {db_path}"
+        assert time.monotonic() - started >= 1.5  # it waited out a possible viewer probe first
+        assert not db_path.exists()  # the lock is taken before the database is touched
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert not is_lock_held(db_path)
+
+
+def test_lock_is_not_inherited_by_children(db_path: Path) -> None:
+    with IngestLock(db_path):
+        child = subprocess.Popen(["sleep", "30"], close_fds=False)
+        try:
+            targets = {os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{child.pid}/fd")}
+            assert str(db_path) + ".ingest.lock" not in targets
+        finally:
+            child.kill()
+            child.wait()
+
+
+@pytest.mark.parametrize("workers", ["2", "0"])
+def test_kill_9_at_random_points_then_resume_is_exact(
+    big_mbox: tuple[Path, dict[str, int]], tmp_path: Path, workers: str
+) -> None:
+    mbox, expected = big_mbox
+    db = tmp_path / "killed.db"
+    size = mbox.stat().st_size
+    rng = random.Random(int(workers) + 11)
+    resume: list[str] = []
+    for _ in range(3):
+        process = start_import(db, mbox, *resume, GMAIL_STATS_PARSE_WORKERS=workers)
+        done = wait_for_progress(db, process, at_least=rng.randint(size // 10, size * 8 // 10) if not resume else 1)
+        time.sleep(rng.random() * 0.1)
+        process.kill()
+        process.communicate()
+        assert done > 0
+        assert query(db, "SELECT state FROM ingest_runs") == [("running",)], "killed too late to prove anything"
+        (run_id,) = query(db, "SELECT run_id FROM ingest_runs ORDER BY run_id DESC LIMIT 1")[0]
+        resume = ["--resume", str(run_id)]
+        assert wait_until(lambda: not parse_workers_alive()), "parse workers outlived their killed parent"
+    final = start_import(db, mbox, *resume, GMAIL_STATS_PARSE_WORKERS=workers)
+    _, stderr = final.communicate(timeout=120)
+    assert final.returncode == 0, stderr
+    assert counts_of(db) == expected
+    ((runs, state, outcome, new),) = query(db, "SELECT count(*), state, outcome, messages_new FROM ingest_runs")
+    assert (runs, state, outcome, new) == (1, "done", "complete", sum(expected.values()))
+
+
+def test_killed_run_is_marked_abandoned_by_the_next_ingester(
+    big_mbox: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    mbox, _ = big_mbox
+    db = tmp_path / "stats.db"
+    process = start_import(db, mbox)
+    wait_for_progress(db, process, at_least=1)
+    process.kill()
+    process.communicate()
+    assert query(db, "SELECT state FROM ingest_runs") == [("running",)]
+    listing = run_cli("runs", "--json", "--db", db)
+    assert json.loads(listing.stdout)[0]["state"] == "running"  # reading alone never decides liveness
+    assert "no ingester holds the lock any more" in run_cli("runs", "--db", db).stdout
+    small = tmp_path / "small.mbox"
+    write_mbox(small, generate_messages(count=2, body_bytes=10, seed=3))
+    assert run_cli("import", small, "--db", db).returncode == 0
+    runs = json.loads(run_cli("runs", "--json", "--db", db).stdout)
+    assert [(r["run_id"], r["state"], r["outcome"], r["error_kind"]) for r in runs] == [
+        (2, "done", "complete", None),
+        (1, "abandoned", "partial", "abandoned"),
+    ]
+
+
+def test_sigterm_cancels_cleanly_and_resume_finishes_exactly(
+    big_mbox: tuple[Path, dict[str, int]], tmp_path: Path
+) -> None:
+    mbox, expected = big_mbox
+    db = tmp_path / "stats.db"
+    process = start_import(db, mbox)
+    wait_for_progress(db, process, at_least=mbox.stat().st_size // 5)
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=10)
+    assert time.monotonic() - signalled < 2.0
+    assert process.returncode == 0
+    ((run_id, state, outcome, done),) = query(db, "SELECT run_id, state, outcome, bytes_done FROM ingest_runs")
+    assert (state, outcome) == ("cancelled", "partial")
+    assert 0 < done < mbox.stat().st_size
+    assert f"resume with: gmail-stats import {mbox} --resume {run_id}" in stderr
+    assert wait_until(lambda: not parse_workers_alive())
+    result = run_cli("import", mbox, "--resume", run_id, "--db", db)
+    assert result.returncode == 0, result.stderr
+    assert counts_of(db) == expected
+    assert query(db, "SELECT state, outcome FROM ingest_runs") == [("done", "complete")]
+
+
+def test_second_signal_aborts_at_once(big_mbox: tuple[Path, dict[str, int]], tmp_path: Path) -> None:
+    mbox, expected = big_mbox
+    db = tmp_path / "stats.db"
+    process = start_import(db, mbox, GMAIL_STATS_PARSE_WORKERS="0")
+    wait_for_progress(db, process, at_least=1)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=10)
+    assert process.returncode in (0, 130)
+    (run_id,) = query(db, "SELECT run_id FROM ingest_runs")[0]
+    assert run_cli("import", mbox, "--resume", run_id, "--db", db).returncode == 0
+    assert counts_of(db) == expected
+
+
+def test_resume_of_a_changed_file_restarts_and_stays_exact(tmp_path: Path, db_path: Path) -> None:
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=50, body_bytes=100))
+    first = import_file(db_path, mbox)
+    expected = write_mbox(mbox, generate_messages(count=80, body_bytes=100))  # Takeout wrote a new export
+    again = import_file(db_path, mbox, resume_run_id=first.run_id)
+    assert again.run_id == first.run_id
+    assert (again.messages_seen, again.messages_new) == (80, 80)
+    assert counts_of(db_path) == expected
+    ((warnings,),) = query(db_path, "SELECT warnings_tail FROM ingest_runs")
+    assert "re-reading from the start" in warnings
+
+
+def test_resume_of_unknown_or_wrong_run(tmp_path: Path, db_path: Path) -> None:
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=2, body_bytes=10))
+    result = run_cli("import", mbox, "--resume", "42", "--db", db_path)
+    assert (result.returncode, result.stderr.strip()) == (1, "gmail-stats: there is no run 42; see `gmail-stats runs`")

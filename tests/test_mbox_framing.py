@@ -1,0 +1,192 @@
+"""Takeout framing rules 1-3 and 10 on small byte strings, at every buffer size, plus round-trip properties."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingester.mbox import Region, iter_regions, looks_like_mbox
+
+SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"
+SEP_PLAIN = b"From MAILER-DAEMON Thu Jan  1 00:00:00 2020\n"
+CHUNKS = [1, 2, 7, 64, 4096, 8 * 1024 * 1024]
+
+
+def regions(data: bytes, chunk: int = 8 * 1024 * 1024, start: int = 0) -> list[Region]:
+    return list(iter_regions(io.BytesIO(data), start=start, chunk=chunk))
+
+
+def spans(data: bytes, chunk: int = 8 * 1024 * 1024) -> list[tuple[int, int, bytes, bool]]:
+    return [(r.start, r.end, r.header_block, r.postmark is None) for r in regions(data, chunk)]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020",
+        b"From MAILER-DAEMON Thu Jan  1 00:00:00 2020",
+        b"From someone@example.com Mon Feb 29 23:59:59 -0700 2016",
+        b"From x Sat Mar  7 01:02 2020",
+        b"From x Sat Mar 07 01:02:03 2020\r",
+    ],
+)
+def test_separator_lines(line: bytes) -> None:
+    data = line + b"\nFrom: a@b.c\n\nbody\n"
+    (region,) = regions(data)
+    assert (region.start, region.end) == (0, len(data))
+    assert region.postmark is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b">From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020",
+        b"From here on, everything is body text",
+        b"From x Fri Dec 04 20:33:24 +0000 20201",
+        b"From x Fri Dec 04 20:33:24 +0000",
+        b"From  Fri Dec 04 20:33:24 2020",
+        b"From x Fri Dec 04 2020",
+        b" From x Fri Dec 04 20:33:24 2020",
+        b"from x Fri Dec 04 20:33:24 2020",
+    ],
+)
+def test_body_lines_that_look_like_separators(line: bytes) -> None:
+    data = SEP + b"From: a@b.c\n\nbody\n" + line + b"\nmore\n"
+    (region,) = regions(data)
+    assert (region.start, region.end) == (0, len(data))
+
+
+@pytest.mark.parametrize("chunk", CHUNKS)
+def test_regions_tile_the_file(chunk: int) -> None:
+    first = SEP + b"From: A <a@x.com>\nMessage-ID: <1@x>\n\nbody\nFrom here on, text\n>From x\n"
+    second = SEP_PLAIN + b"From: b@y\n"  # no body: the next separator follows a header line directly
+    third = SEP_PLAIN.replace(b"\n", b"\r\n") + b"From: c@y\r\n\r\nbody\r\n"
+    data = first + second + third
+    assert spans(data, chunk) == [
+        (0, len(first), b"From: A <a@x.com>\nMessage-ID: <1@x>\n", False),
+        (len(first), len(first) + len(second), b"From: b@y\n", False),
+        (len(first) + len(second), len(data), b"From: c@y\r\n", False),
+    ]
+
+
+@pytest.mark.parametrize("chunk", [3, 4096, 8 * 1024 * 1024])
+def test_long_lines_never_break_framing(chunk: int) -> None:
+    long_header = b"X-Long: " + b"h" * 100_000 + b"\n"
+    long_body = b"From " + b"b" * 200_000 + b"\n"
+    first = SEP + b"From: a@b.c\n" + long_header + b"\n" + long_body + b"tail\n"
+    data = first + SEP + b"From: d@e.f\n\nx\n"
+    got = regions(data, chunk)
+    assert [(r.start, r.end) for r in got] == [(0, len(first)), (len(first), len(data))]
+    assert got[0].header_block == b"From: a@b.c\n" + long_header
+
+
+@pytest.mark.parametrize(
+    ("preamble", "skipped"),
+    [(b"", False), (b"\n\n  \r\n", False), (b"junk before the first separator\n", True)],
+)
+def test_preamble(preamble: bytes, skipped: bool) -> None:
+    data = preamble + SEP + b"From: a@b.c\n\nbody\n"
+    got = regions(data)
+    assert [r.postmark is None for r in got] == ([True, False] if skipped else [False])
+    assert got[-1].start == len(preamble)
+
+
+def test_empty_message_between_separators() -> None:
+    data = SEP + SEP + b"From: a@b.c\n\nx\n"
+    got = regions(data)
+    assert [(r.start, r.end, r.header_block) for r in got] == [
+        (0, len(SEP), b""),
+        (len(SEP), len(data), b"From: a@b.c\n"),
+    ]
+
+
+def test_separator_at_end_of_file_without_newline() -> None:
+    first = SEP + b"From: a@b.c\n\nx\n"
+    data = first + SEP.rstrip(b"\n")
+    assert [(r.start, r.end) for r in regions(data)] == [(0, len(first)), (len(first), len(data))]
+
+
+def test_postmark_gmail_id_and_date() -> None:
+    (region,) = regions(SEP + b"From: a@b.c\n\n")
+    assert region.postmark is not None
+    assert region.postmark.gmail_id == format(1785392015443392563, "x") == "18c6fc9421527833"
+    assert region.postmark.date_unix == 1607114004
+    (plain,) = regions(SEP_PLAIN + b"From: a@b.c\n\n")
+    assert plain.postmark is not None
+    assert plain.postmark.gmail_id is None
+    assert plain.postmark.date_unix == 1577836800
+
+
+def test_resume_from_a_separator_offset() -> None:
+    first = SEP + b"From: a@b.c\n\nbody\n"
+    data = first + SEP_PLAIN + b"From: d@e.f\n\nx\n"
+    assert [(r.start, r.end) for r in regions(data, start=len(first))] == [(len(first), len(data))]
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (SEP + b"From: a\n", True),
+        (b"Some preamble\n" + SEP_PLAIN, True),
+        (b"Subject: not an mbox\n\nFrom here on\n", False),
+        (b"", False),
+        (b"\x00\x01binary", False),
+    ],
+)
+def test_looks_like_mbox(head: bytes, expected: bool) -> None:
+    assert looks_like_mbox(head) is expected
+
+
+# --- properties -----------------------------------------------------------------------------------------------
+
+_body_line = st.one_of(
+    st.binary(max_size=40).map(lambda b: b.replace(b"\n", b" ")),
+    st.sampled_from([b"From here on", b">From x Fri Dec 04 20:33:24 2020", b"", b"\r", b"From  x"]),
+)
+_message = st.tuples(
+    st.booleans(),  # CRLF
+    st.lists(st.sampled_from([b"From: a@b.c", b"Message-ID: <x@y>", b"X: y", b" folded"]), max_size=4),
+    st.lists(_body_line, max_size=6),
+)
+
+
+def _build(messages: list[tuple[bool, list[bytes], list[bytes]]]) -> tuple[bytes, list[int]]:
+    out = bytearray()
+    starts = []
+    for crlf, headers, body in messages:
+        starts.append(len(out))
+        eol = b"\r\n" if crlf else b"\n"
+        out += SEP_PLAIN.rstrip(b"\n") + eol
+        out += b"".join(h + eol for h in headers)
+        if body:
+            out += eol + b"".join(line + eol for line in body)
+    return bytes(out), starts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_message, min_size=1, max_size=8), st.sampled_from([1, 5, 33, 4096]))
+def test_generated_mbox_parses_back_with_same_count_order_and_offsets(
+    messages: list[tuple[bool, list[bytes], list[bytes]]], chunk: int
+) -> None:
+    data, starts = _build(messages)
+    got = regions(data, chunk)
+    assert [r.start for r in got] == starts
+    assert [r.end for r in got] == [*starts[1:], len(data)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_message, min_size=1, max_size=8), st.integers(min_value=1, max_value=300))
+def test_segments_tile_like_one_pass(messages: list[tuple[bool, list[bytes], list[bytes]]], step: int) -> None:
+    data, _ = _build(messages)
+    whole = [(r.start, r.end, r.header_block) for r in regions(data)]
+    pieces = []
+    for start in range(0, len(data), step):
+        stream = io.BytesIO(data)
+        pieces += [
+            (r.start, r.end, r.header_block)
+            for r in iter_regions(stream, start=start, stop=start + step, align=True, chunk=17)
+        ]
+    assert pieces == whole
