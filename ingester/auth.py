@@ -68,8 +68,7 @@ def load_token_cache(path: Path, config: dict[str, Any]) -> Credentials | None:
         loaded = Credentials.from_authorized_user_info(info, scopes=[SCOPE])  # type: ignore[no-untyped-call]
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:  # a corrupt cache is replaced by a new consent, never fatal
-        del exc
+    except (OSError, ValueError):  # a corrupt cache is replaced by a new consent, never fatal
         return None
     creds: Credentials = loaded.with_token_uri(config["installed"]["token_uri"])
     creds.expiry = loaded.expiry

@@ -14,7 +14,6 @@ import pytest
 from ingester.auth import GoogleAccess, load_token_cache
 from ingester.fetcher import Fetcher
 from ingester.gmail import GmailClient
-from ingester.gmail_google import GoogleGmailClient
 from ingester.pacing import QuotaPacer, RetryPolicy
 from shared.errors import GmailApiError, GmailAuthError
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
@@ -119,6 +118,7 @@ def test_revoked_token_refresh_then_expired_access_token(
     (tmp_path / "credentials.json").write_text(json.dumps(google.client_config()))
     info = google.authorized_user_info() | {"expiry": "2000-01-01T00:00:00Z"}
     (tmp_path / "tokens.json").write_text(json.dumps(info))
+    notes: list[str] = []
     access = GoogleAccess(
         credentials_path=tmp_path / "credentials.json",
         tokens_path=tmp_path / "tokens.json",
@@ -126,7 +126,7 @@ def test_revoked_token_refresh_then_expired_access_token(
         oauth_port=0,
         auth_timeout=0.5,
         api_endpoint=google.base_url,
-        note=lambda text: None,
+        note=notes.append,
     )
     made = access.connect(on_consent_url=lambda url: None, cancel=threading.Event())()  # refreshed at the fake
     try:
@@ -137,8 +137,6 @@ def test_revoked_token_refresh_then_expired_access_token(
         made.close()
     google.revoke_refresh_tokens()
     (tmp_path / "tokens.json").write_text(json.dumps(info))
-    notes: list[str] = []
-    access._note = notes.append
     with pytest.raises(GmailAuthError) as caught:
         access.connect(on_consent_url=lambda url: None, cancel=threading.Event())
     assert caught.value.kind == "auth_required"
@@ -146,8 +144,6 @@ def test_revoked_token_refresh_then_expired_access_token(
 
 
 def test_missing_or_bad_client_file(tmp_path: Path) -> None:
-    client = GoogleGmailClient  # the adapter is never reached without a client file
-    assert client is not None
     for content in (None, "not json", json.dumps({"installed": {"client_id": "x"}})):
         path = tmp_path / "credentials.json"
         if content is not None:
