@@ -59,6 +59,9 @@ class Fetcher:
         self._clients: list[GmailClient] = []
         self._lock = threading.Lock()
         self._warnings: list[str] = []
+        # At most `MAX_BATCH`, and never more calls than one second of quota pays for: under a low quota a batch
+        # of 50 would overdraw Gmail's bucket in one go and draw 429s for its tail every time.
+        self.batch_size = max(1, min(MAX_BATCH, int(pacer.configured // COST_MESSAGES_GET)))
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="gmail")
 
     def close(self) -> None:
@@ -113,8 +116,9 @@ class Fetcher:
         raise AssertionError("unreachable")
 
     def fetch(self, ids: Sequence[str]) -> list[Future[ChunkOutcome]]:
-        """Submits `ids` in batches of `MAX_BATCH`; each future yields that batch's outcome."""
-        return [self._pool.submit(self._fetch_chunk, ids[i : i + MAX_BATCH]) for i in range(0, len(ids), MAX_BATCH)]
+        """Submits `ids` in batches; each future yields that batch's outcome."""
+        size = self.batch_size
+        return [self._pool.submit(self._fetch_chunk, ids[i : i + size]) for i in range(0, len(ids), size)]
 
     def _fetch_chunk(self, ids: Sequence[str]) -> ChunkOutcome:
         messages: list[MessageMeta] = []

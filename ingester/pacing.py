@@ -39,7 +39,8 @@ class QuotaPacer:
         """`wait(seconds)` sleeps and returns True when cancelled (an `Event.wait`)."""
         if units_per_second <= 0:
             raise ValueError("units_per_second must be positive")
-        self.ceiling = float(units_per_second) * HEADROOM
+        self.configured = float(units_per_second)
+        self.ceiling = self.configured * HEADROOM
         self._monotonic = monotonic
         self._wait = wait
         self._lock = threading.Lock()

@@ -199,3 +199,18 @@ def test_retry_after_parsing_never_raises(text: str) -> None:
 def test_callback_parsing_never_raises(path: str, state: str) -> None:
     callback = parse_callback("/?" + path, state=state or "s")
     assert callback is None or callback.code or callback.error
+
+
+@pytest.mark.parametrize(("units", "batch"), [(250, 50), (1e6, 50), (100, 20), (3, 1)])
+def test_batches_never_cost_more_than_a_second_of_quota(units: float, batch: int) -> None:
+    import threading
+
+    from ingester.fetcher import Fetcher
+
+    clock = FakeTime()
+    pacer = QuotaPacer(units, monotonic=clock.monotonic, wait=clock.wait)
+    fetcher = Fetcher(lambda: None, pacer=pacer, policy=RetryPolicy(), workers=1, cancel=threading.Event())  # type: ignore[arg-type, return-value]
+    try:
+        assert fetcher.batch_size == batch
+    finally:
+        fetcher.close()
