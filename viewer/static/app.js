@@ -301,16 +301,16 @@
     return node;
   }
 
-  async function loadLog(runId) {
+  async function loadLog(runId, target = "progress-logtext") {
+    const box = $(target);
     try {
       const body = await api(`/api/runs/${runId}/log`);
-      const text = body.lines.length ? body.lines.join("\n") : "(no output yet — the ingester runs with --quiet)";
-      $("progress-logtext").textContent = text;
-      $("progress-logtext").classList.remove("hidden");
+      const text = body.lines.length ? body.lines.join("\n") : "(no output: the ingester runs with --quiet)";
+      box.textContent = `Run #${runId}\n${text}`;
     } catch (err) {
-      $("progress-logtext").textContent = err.message;
-      $("progress-logtext").classList.remove("hidden");
+      box.textContent = err.message;
     }
+    box.classList.remove("hidden");
   }
 
   // ---- Onboarding ---------------------------------------------------------------------------------------------
@@ -560,9 +560,13 @@
       if (run.owned) {
         actions.append(
           button("Log", "ghost small", () => {
-            state.logOpen = true;
-            loadLog(run.run_id);
-            $("progress").classList.remove("hidden");
+            const box = $("history-log");
+            if (!box.classList.contains("hidden") && box.dataset.runId === String(run.run_id)) {
+              box.classList.add("hidden");
+              return;
+            }
+            box.dataset.runId = String(run.run_id);
+            loadLog(run.run_id, "history-log");
           }),
         );
       }
