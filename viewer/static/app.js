@@ -452,7 +452,7 @@
       const isHidden = state.hidden.has(s.sender);
       if (isHidden) hiddenOnPage += 1;
       if (isHidden && !state.showHidden) continue;
-      rows.push(row(s, page.total_messages, isHidden));
+      rows.push(row(s, page.total_messages, top ? top.mails_sent : 0, isHidden));
     }
     tbody.replaceChildren(...rows);
     $("no-rows").classList.toggle("hidden", rows.length > 0);
@@ -473,7 +473,7 @@
     }
   }
 
-  function row(s, totalMessages, isHidden) {
+  function row(s, totalMessages, topCount, isHidden) {
     const name = s.display_name || s.sender || "(no sender)";
     const who = el("div", { cls: "who" }, [
       el("span", { cls: "who-name", text: name, attrs: { title: name } }),
@@ -484,7 +484,10 @@
     const shareCell = el("td", { cls: "num col-share" }, [
       el("span", { cls: "share" }, [
         el("span", { text: `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%` }),
-        el("span", { cls: "share-bar" }, [shareFill(share)]),
+        // The bar compares with the top sender, so differences stay visible in a long tail.
+        el("span", { cls: "share-bar", attrs: { title: "compared with the top sender" } }, [
+          shareFill(topCount ? s.mails_sent / topCount : 0),
+        ]),
       ]),
     ]);
     const toggle = button(isHidden ? "Unhide" : "Hide", "ghost small", () => {
