@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from shared.errors import UsageError
 from shared.timeutil import Clock, system_clock
 from viewer.api import router
 from viewer.cache import ResponseCache
@@ -39,8 +40,12 @@ class _Closable(Protocol):
 def launcher_for(settings: ViewerSettings) -> Launcher:
     """Maps `GMAIL_STATS_LAUNCHER` to a launcher; `docker` is imported lazily (the only Docker SDK user)."""
     if settings.launcher == "docker":
-        from viewer.launch_docker import DockerLauncher  # type: ignore[import-untyped,import-not-found,unused-ignore]
-
+        try:
+            from viewer.launch_docker import (  # type: ignore[import-untyped,import-not-found,unused-ignore]
+                DockerLauncher,
+            )
+        except ImportError as exc:
+            raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
         return DockerLauncher.from_settings(settings)  # type: ignore[no-any-return,unused-ignore]
     command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()
     return ProcessLauncher(ingest_command=command, db_path=settings.db, import_dir=settings.import_dir)
