@@ -65,6 +65,30 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--include-spam-trash", action="store_true", help="also count Spam and Trash")
     _common(imp)
 
+    scan = commands.add_parser(
+        "scan",
+        help="count the messages of your Gmail account through the Gmail API (metadata only)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Count your Gmail messages through the Gmail API with read-only access to metadata (headers, "
+        "labels, sizes; never bodies). The first scan asks for consent in the browser; later scans read only "
+        "what changed. Spam and Trash are left out.",
+        epilog="Example:\n  gmail-stats scan --credentials ~/credentials.json\n  gmail-stats scan --resume 4\n"
+        "  gmail-stats scan --backfill-message-ids",
+    )
+    mode = scan.add_mutually_exclusive_group()
+    mode.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted scan run")
+    mode.add_argument(
+        "--full", action="store_true", help="list the whole mailbox instead of the changes since last scan"
+    )
+    mode.add_argument(
+        "--backfill-message-ids",
+        action="store_true",
+        help="fetch missing Message-IDs of older scan rows and remove double counts with imports",
+    )
+    scan.add_argument("--credentials", type=Path, metavar="PATH", help="OAuth client file (default ./credentials.json)")
+    scan.add_argument("--tokens", type=Path, metavar="PATH", help="token cache file (default ./tokencache.json)")
+    _common(scan)
+
     runs = commands.add_parser(
         "runs",
         help="list ingestion runs, newest first",
@@ -93,6 +117,9 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
     overrides: dict[str, Any] = {}
     if args.db is not None:
         overrides["db"] = args.db
+    for name in ("credentials", "tokens"):
+        if getattr(args, name, None) is not None:
+            overrides[name] = getattr(args, name)
     return IngesterSettings(**overrides)
 
 
@@ -123,6 +150,68 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         print(f"cancelled; resume with: {result.resume_hint(request.path)}", file=sys.stderr, flush=True)
     if not args.quiet:
         print(summary, file=sys.stderr)
+    return EXIT_OK
+
+
+def _print_consent_url(url: str) -> None:
+    # Always printed (also with --quiet): without it nobody can give consent. stdout, flushed at once.
+    print(
+        f"Open this link in a browser on this machine to allow read-only access to Gmail metadata:\n{url}", flush=True
+    )
+
+
+def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
+    from ingester.auth import GoogleAccess
+    from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
+    from ingester.pacing import RetryPolicy
+    from ingester.scan import run_scan
+    from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
+
+    reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
+    access = GoogleAccess(
+        credentials_path=settings.credentials,
+        tokens_path=settings.tokens,
+        oauth_bind=settings.oauth_bind,
+        oauth_port=settings.oauth_port,
+        auth_timeout=settings.auth_timeout,
+        api_endpoint=settings.api_endpoint,
+        http_timeout=settings.http_timeout,
+        note=reporter.note,
+    )
+    tuning = ScanTuning(
+        units_per_second=settings.quota_units_per_sec,
+        workers=settings.scan_workers,
+        retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
+    )
+    cancel = threading.Event()
+    result: ScanResult | BackfillResult
+    with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
+        if args.backfill_message_ids:
+            result = run_backfill(
+                engine=engine,
+                request=BackfillRequest(launch_token=settings.launch_token),
+                access=access,
+                tuning=tuning,
+                reporter=reporter,
+                cancel=cancel,
+                clock=system_clock,
+                on_consent_url=_print_consent_url,
+            )
+        else:
+            result = run_scan(
+                engine=engine,
+                request=ScanRequest(resume_run_id=args.resume, full=args.full, launch_token=settings.launch_token),
+                access=access,
+                tuning=tuning,
+                reporter=reporter,
+                cancel=cancel,
+                clock=system_clock,
+                on_consent_url=_print_consent_url,
+            )
+    if result.state == RunState.CANCELLED:
+        print(f"cancelled; resume with: {result.resume_hint()}", file=sys.stderr, flush=True)
+    if not args.quiet:
+        print(result.summary(), file=sys.stderr)
     return EXIT_OK
 
 
@@ -198,7 +287,7 @@ def _write_atomically(target: Path, text: str) -> None:
     os.replace(tmp, target)
 
 
-_COMMANDS = {"import": _cmd_import, "runs": _cmd_runs, "export": _cmd_export}
+_COMMANDS = {"import": _cmd_import, "scan": _cmd_scan, "runs": _cmd_runs, "export": _cmd_export}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pydantic import Field
 
@@ -10,7 +11,7 @@ from shared.settings import CommonSettings
 
 
 class IngesterSettings(CommonSettings):
-    """Environment: `GMAIL_STATS_DB` (shared with the viewer) and the launcher's token."""
+    """Environment: `GMAIL_STATS_DB` (shared with the viewer), the launcher's token, and the Gmail scan's tuning."""
 
     parse_workers: int | None = Field(
         default=None,
@@ -21,6 +22,61 @@ class IngesterSettings(CommonSettings):
     launch_token: str | None = Field(
         default=None,
         description="Set by the viewer when it launches an ingester; stored on the run row so it finds its run.",
+    )
+    credentials: Path = Field(
+        default=Path("./credentials.json"),
+        description="OAuth client-secret file of your Desktop OAuth client (downloaded from Google Cloud Console).",
+    )
+    tokens: Path = Field(
+        default=Path("./tokencache.json"),
+        description="Token cache written after consent (mode 0600); delete it and revoke access to disconnect.",
+    )
+    oauth_port: int = Field(
+        default=8765,
+        ge=1,
+        le=65535,
+        description="Port of the loopback listener for Google's consent redirect (http://127.0.0.1:PORT/).",
+    )
+    oauth_bind: str = Field(
+        default="127.0.0.1",
+        description="Address the consent listener binds; 0.0.0.0 inside a container whose port is published on "
+        "the host's 127.0.0.1.",
+    )
+    auth_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds to wait for consent in the browser before the scan fails with auth_required.",
+    )
+    quota_units_per_sec: float = Field(
+        default=250.0,
+        gt=0,
+        description="Gmail quota units per second to pace calls at (Gmail's per-user limit is 250).",
+    )
+    api_endpoint: str = Field(
+        default="https://gmail.googleapis.com/",
+        description="Base URL replacing https://gmail.googleapis.com/ (tests and proxies).",
+    )
+    scan_workers: int = Field(
+        default=3,
+        ge=1,
+        le=16,
+        description="Worker threads fetching metadata batches, each with its own connection.",
+    )
+    retry_attempts: int = Field(
+        default=7,
+        ge=1,
+        le=20,
+        description="Attempts per Gmail call before its messages are left for the next scan (or the run fails).",
+    )
+    retry_base_seconds: float = Field(
+        default=0.25,
+        gt=0,
+        description="First backoff delay after a transient Gmail error; it doubles per retry, up to 8 s, with jitter.",
+    )
+    http_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="Seconds before a Gmail request without an answer counts as failed (and is retried).",
     )
 
     def effective_parse_workers(self) -> int:

@@ -55,3 +55,35 @@ class RunNotFoundError(GmailStatsError):
     """A run id given on the command line does not exist or cannot be resumed this way."""
 
     kind = "bad_resume"
+
+
+class GmailAuthError(GmailStatsError):
+    """Gmail access could not be authorised: `missing_credentials`, `auth_required` or `policy_enforced`."""
+
+    kind = "auth_required"
+
+
+class GmailApiError(GmailStatsError):
+    """Gmail answered with an error we could not work around: `rate_limited`, `gmail_api`, or a narrower kind.
+
+    `status` is the HTTP status (None for a transport failure), `reason` Google's machine reason, `transient`
+    whether a retry may succeed, `retry_at` a wall-clock time Google asked us to wait for.
+    """
+
+    kind = "gmail_api"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str | None = None,
+        status: int | None = None,
+        reason: str = "",
+        transient: bool = False,
+        retry_at: float | None = None,
+    ) -> None:
+        super().__init__(message, kind=kind)
+        self.status = status
+        self.reason = reason
+        self.transient = transient
+        self.retry_at = retry_at

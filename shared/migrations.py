@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine
 
 from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
+from shared.legacy import is_rust_era, upgrade_rust_era
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +103,33 @@ def _add_launch_token(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_ingest_runs_launch_token ON ingest_runs (launch_token)")
 
 
+def _create_scan_tables(conn: Connection) -> None:
+    # Gmail ids a scan could not fetch within its retry budget; the next scan fetches them first.
+    conn.exec_driver_sql(
+        "CREATE TABLE IF NOT EXISTS gmail_retry (gmail_id TEXT PRIMARY KEY NOT NULL, run_id INTEGER,"
+        " reason TEXT NOT NULL DEFAULT '')"
+    )
+    # Scan rows the Message-ID backfill has settled: 'found', 'none' (no Message-ID header) or 'gone' (404).
+    conn.exec_driver_sql(
+        "CREATE TABLE IF NOT EXISTS backfill_checked (mail_id TEXT PRIMARY KEY NOT NULL, status TEXT NOT NULL)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
     Migration(3, "ingest_runs.launch_token", _add_launch_token),
+    Migration(4, "gmail_retry and backfill_checked", _create_scan_tables),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
+# The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.
+RUST_UPGRADE_VERSION = 3
+
+
+def _create_foundation_schema(conn: Connection) -> None:
+    for step in MIGRATIONS:
+        if step.version <= RUST_UPGRADE_VERSION:
+            step.apply(conn)
 
 
 def schema_version(conn: Connection) -> int:
@@ -130,6 +152,12 @@ def migrate(engine: Engine) -> list[Migration]:
     check_not_too_new(current)
     enable_wal(engine)
     applied: list[Migration] = []
+    if current < LATEST_VERSION:
+        with engine.begin() as conn:
+            if is_rust_era(conn):
+                upgrade_rust_era(conn, create_schema=_create_foundation_schema)
+                conn.exec_driver_sql(f"PRAGMA user_version = {int(RUST_UPGRADE_VERSION)}")
+                current = RUST_UPGRADE_VERSION
     for step in MIGRATIONS:
         if step.version <= current:
             continue

@@ -109,3 +109,22 @@ class SyncState(Base):
 
     key: Mapped[str] = mapped_column(Text, primary_key=True)
     value: Mapped[str] = mapped_column(Text)
+
+
+class GmailRetry(Base):
+    """Gmail ids a scan could not fetch within its retry budget; the next scan fetches them first."""
+
+    __tablename__ = "gmail_retry"
+
+    gmail_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    run_id: Mapped[int | None] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text, default="")
+
+
+class BackfillChecked(Base):
+    """Scan rows the Message-ID backfill has settled: `found`, `none` (no Message-ID) or `gone` (deleted)."""
+
+    __tablename__ = "backfill_checked"
+
+    mail_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    status: Mapped[str] = mapped_column(Text)

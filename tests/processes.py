@@ -11,8 +11,13 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT, ingester_env
 from tests.importing import query
 
+# Every ingester a test starts carries this in its environment, and its parse workers inherit it, so a check for
+# leftover workers never sees those of another test suite running on the same machine.
+TEST_MARK = f"GMAIL_STATS_TEST_MARK={os.getpid()}"
+
 
 def start_import(db: Path, mbox: Path, *extra: str, **env: str) -> subprocess.Popen[str]:
+    env = {"GMAIL_STATS_TEST_MARK": str(os.getpid()), **env}
     return subprocess.Popen(
         [sys.executable, "-m", "ingester", "import", str(mbox), "--db", str(db), *extra],
         stdout=subprocess.PIPE,
@@ -42,16 +47,21 @@ def wait_for_progress(db: Path, process: subprocess.Popen[str], *, at_least: int
 
 
 def parse_workers_alive() -> list[int]:
-    """PIDs of any `ingester.parse_worker` process on the machine."""
+    """PIDs of `ingester.parse_worker` processes started by this test run: children of this process, or
+    descendants of an ingester this run started (found by `TEST_MARK` in their environment)."""
     alive = []
+    me = os.getpid()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
+            if b"ingester.parse_worker" not in (entry / "cmdline").read_bytes():
+                continue
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            marked = TEST_MARK.encode() in (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
             continue
-        if b"ingester.parse_worker" in cmdline and int(entry.name) != os.getpid():
+        if parent == me or marked:
             alive.append(int(entry.name))
     return alive
 

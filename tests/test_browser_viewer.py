@@ -147,6 +147,8 @@ def test_cancel_then_resume_from_history(chromium: Browser, tmp_path: Path) -> N
         expect(page.locator("#history-list li").first).to_contain_text("cancelled")
         expect(page.locator("#progress")).to_be_hidden()
         shoot(page, "cancelled-1280-light")
+        page.locator("#history-list li").first.get_by_role("button", name="Log").click()
+        expect(page.locator("#history-log")).to_contain_text("--resume")  # the ingester's own resume hint
         page.locator("#history-list li").first.get_by_role("button", name="Resume").click()
         expect(page.locator("#history-list li").first).to_contain_text("done", timeout=120_000)
         expect(page.locator("#history-list li")).to_have_count(1)  # resumed in place, not a new run

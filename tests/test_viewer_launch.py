@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from shared.lock import IngestLock
-from tests.conftest import REPO_ROOT, run_cli
+from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.viewer_support import csrf_headers, make_settings, mbox_bytes, seed, viewer, wait_for
 from viewer.launch_process import build_argv
 from viewer.launcher import LaunchCommand, LaunchRequest
@@ -256,3 +259,33 @@ def test_a_launch_that_loses_the_lock_race_is_409(tmp_path: Path, db_path: Path)
             "message": "another ingester started first; wait for it or cancel it",
         }
         wait_for(lambda: not client.get("/api/status").json()["ingest_lock_held"], timeout=30)
+
+
+def test_the_entry_point_serves_and_stops_on_sigint(tmp_path: Path, db_path: Path) -> None:
+    seed(db_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = ingester_env(GMAIL_STATS_VIEWER_PORT="1", GMAIL_STATS_DB=str(tmp_path / "other.db"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "viewer", "--port", str(port), "--db", str(db_path)],  # flags override the env
+        env=env,
+        cwd=REPO_ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def answer() -> dict[str, Any] | None:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).json()  # type: ignore[no-any-return]
+            except httpx.HTTPError:
+                return None
+
+        assert wait_for(answer, timeout=60, interval=0.1)["db"] == "ready"
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, stderr = server.communicate(timeout=30)
+    assert server.returncode == 0, stderr
+    assert not (tmp_path / "other.db").exists()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from starlette.websockets import WebSocketDisconnect
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer
@@ -192,3 +193,12 @@ def test_index_has_no_inline_script_style_or_handlers() -> None:
     assert re.search(r"\sstyle\s*=", html) is None
     assert re.search(r"\son[a-z]+\s*=", html, flags=re.IGNORECASE) is None
     assert "http://" not in html and "https://" not in html.replace('href="https://takeout.google.com', "")
+
+
+def test_websocket_handshakes_are_refused(tmp_path: Path) -> None:
+    with (
+        viewer(make_settings(tmp_path)) as client,
+        pytest.raises(WebSocketDisconnect),
+        client.websocket_connect("/api/status") as ws,
+    ):
+        ws.receive_text()

@@ -10,6 +10,7 @@ from typing import Any
 import uvicorn
 from pydantic import ValidationError
 
+from shared.errors import GmailStatsError
 from viewer.app import create_app
 from viewer.settings import ViewerSettings
 
@@ -40,8 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = ViewerSettings(**overrides)
     except ValidationError as exc:
         parser.exit(2, f"gmail-stats-viewer: bad setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}\n")
+    try:
+        app = create_app(settings)
+    except GmailStatsError as exc:
+        parser.exit(exc.exit_code, f"gmail-stats-viewer: {exc}\n")
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.viewer_host,
         port=settings.viewer_port,
         proxy_headers=False,

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from shared.errors import UsageError
 from shared.timeutil import Clock, system_clock
 from viewer.api import router
 from viewer.cache import ResponseCache
@@ -22,7 +23,7 @@ from viewer.control import RunControl
 from viewer.database import Database
 from viewer.errors import install_error_handlers
 from viewer.launch_process import ProcessLauncher, default_ingest_command
-from viewer.launcher import Launcher
+from viewer.launcher import Launcher, LaunchError
 from viewer.security import SecurityGuard
 from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
@@ -39,9 +40,14 @@ class _Closable(Protocol):
 def launcher_for(settings: ViewerSettings) -> Launcher:
     """Maps `GMAIL_STATS_LAUNCHER` to a launcher; `docker` is imported lazily (the only Docker SDK user)."""
     if settings.launcher == "docker":
-        from viewer.launch_docker import DockerLauncher
-
-        return DockerLauncher.from_settings(settings)
+        try:
+            from viewer.launch_docker import DockerLauncher
+        except ImportError as exc:
+            raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
+        try:
+            return DockerLauncher.from_settings(settings)
+        except LaunchError as exc:
+            raise UsageError(f"GMAIL_STATS_LAUNCHER=docker: {exc}; {exc.hint}") from exc
     command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()
     return ProcessLauncher(ingest_command=command, db_path=settings.db, import_dir=settings.import_dir)
 

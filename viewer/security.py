@@ -51,7 +51,11 @@ class SecurityGuard:
         self.allowed_hosts = LOOPBACK_HOSTS | {h.lower() for h in allowed_hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # No route speaks WebSocket; refuse the handshake outright rather than trust a foreign Host.
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
 

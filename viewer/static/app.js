@@ -301,16 +301,16 @@
     return node;
   }
 
-  async function loadLog(runId) {
+  async function loadLog(runId, target = "progress-logtext") {
+    const box = $(target);
     try {
       const body = await api(`/api/runs/${runId}/log`);
-      const text = body.lines.length ? body.lines.join("\n") : "(no output yet — the ingester runs with --quiet)";
-      $("progress-logtext").textContent = text;
-      $("progress-logtext").classList.remove("hidden");
+      const text = body.lines.length ? body.lines.join("\n") : "(no output: the ingester runs with --quiet)";
+      box.textContent = `Run #${runId}\n${text}`;
     } catch (err) {
-      $("progress-logtext").textContent = err.message;
-      $("progress-logtext").classList.remove("hidden");
+      box.textContent = err.message;
     }
+    box.classList.remove("hidden");
   }
 
   // ---- Onboarding ---------------------------------------------------------------------------------------------
@@ -452,7 +452,7 @@
       const isHidden = state.hidden.has(s.sender);
       if (isHidden) hiddenOnPage += 1;
       if (isHidden && !state.showHidden) continue;
-      rows.push(row(s, page.total_messages, isHidden));
+      rows.push(row(s, page.total_messages, top ? top.mails_sent : 0, isHidden));
     }
     tbody.replaceChildren(...rows);
     $("no-rows").classList.toggle("hidden", rows.length > 0);
@@ -473,7 +473,7 @@
     }
   }
 
-  function row(s, totalMessages, isHidden) {
+  function row(s, totalMessages, topCount, isHidden) {
     const name = s.display_name || s.sender || "(no sender)";
     const who = el("div", { cls: "who" }, [
       el("span", { cls: "who-name", text: name, attrs: { title: name } }),
@@ -484,7 +484,10 @@
     const shareCell = el("td", { cls: "num col-share" }, [
       el("span", { cls: "share" }, [
         el("span", { text: `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%` }),
-        el("span", { cls: "share-bar" }, [shareFill(share)]),
+        // The bar compares with the top sender, so differences stay visible in a long tail.
+        el("span", { cls: "share-bar", attrs: { title: "compared with the top sender" } }, [
+          shareFill(topCount ? s.mails_sent / topCount : 0),
+        ]),
       ]),
     ]);
     const toggle = button(isHidden ? "Unhide" : "Hide", "ghost small", () => {
@@ -560,9 +563,13 @@
       if (run.owned) {
         actions.append(
           button("Log", "ghost small", () => {
-            state.logOpen = true;
-            loadLog(run.run_id);
-            $("progress").classList.remove("hidden");
+            const box = $("history-log");
+            if (!box.classList.contains("hidden") && box.dataset.runId === String(run.run_id)) {
+              box.classList.add("hidden");
+              return;
+            }
+            box.dataset.runId = String(run.run_id);
+            loadLog(run.run_id, "history-log");
           }),
         );
       }

@@ -1,0 +1,44 @@
+"""A background heartbeat: `updated_at_unix` of the open run every second, whatever the main thread waits on.
+
+A scan can wait for consent, quota or backoff for longer than the 2 s the run-row contract allows between beats.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+
+from shared.runs import update_run
+from shared.timeutil import Clock
+
+INTERVAL_SECONDS = 1.0
+
+
+class Heartbeat:
+    def __init__(self, engine: Engine, run_id: int, *, clock: Clock) -> None:
+        self._engine = engine
+        self._run_id = run_id
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(INTERVAL_SECONDS):
+            try:
+                with self._engine.begin() as conn:
+                    update_run(conn, self._run_id, now=self._clock())
+            except OperationalError:  # busy past the timeout: the next beat tries again
+                continue
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()

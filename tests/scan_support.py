@@ -1,0 +1,122 @@
+"""Helpers for the scan tests: a fake Google on a socket, its client files, and the real CLI pointed at it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.conftest import REPO_ROOT, ingester_env, run_cli
+from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.mailbox import Mailbox
+
+
+@dataclass(frozen=True, slots=True)
+class GoogleSetup:
+    google: FakeGoogle
+    server: FakeGoogleServer
+    credentials: Path
+    tokens: Path
+    db: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        values = {
+            "GMAIL_STATS_API_ENDPOINT": self.server.base_url,
+            "GMAIL_STATS_CREDENTIALS": str(self.credentials),
+            "GMAIL_STATS_TOKENS": str(self.tokens),
+            "GMAIL_STATS_DB": str(self.db),
+            # The fake's token endpoint is plain http on loopback; oauthlib refuses that unless told.
+            "OAUTHLIB_INSECURE_TRANSPORT": "1",
+            # Tests pace by the fake's quota when they want to; by default neither side limits, retries are quick.
+            "GMAIL_STATS_QUOTA_UNITS_PER_SEC": "1000000",
+            "GMAIL_STATS_RETRY_BASE_SECONDS": "0.02",
+        }
+        values.update(extra)
+        return values
+
+    def scan(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_cli("scan", *args, timeout=timeout, **self.env(**env))
+
+    def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ingester", "scan", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=ingester_env(**self.env(**env)),
+            cwd=REPO_ROOT,
+        )
+
+    def write_token_cache(self) -> None:
+        self.tokens.write_text(json.dumps(self.google.authorized_user_info()))
+
+
+@contextmanager
+def fake_google(
+    tmp_path: Path, messages: int, *, quota: float | None = None, seed: int = 7, tokens: bool = True
+) -> Iterator[GoogleSetup]:
+    google = FakeGoogle(Mailbox.generate(messages, seed=seed), quota_units_per_sec=quota)
+    with FakeGoogleServer(google) as server:
+        setup = GoogleSetup(
+            google, server, tmp_path / "credentials.json", tmp_path / "tokencache.json", tmp_path / "stats.db"
+        )
+        setup.credentials.write_text(json.dumps(google.client_config()))
+        if tokens:
+            setup.write_token_cache()
+        yield setup
+
+
+def sender_counts(db: Path) -> dict[str, int]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT sender, mails_sent FROM senders WHERE mails_sent > 0").fetchall()
+    conn.close()
+    return {str(sender): int(count) for sender, count in rows}
+
+
+def runs(db: Path) -> list[dict[str, object]]:
+    conn = sqlite3.connect(db)
+    try:
+        conn.row_factory = sqlite3.Row
+        return [dict(row) for row in conn.execute("SELECT * FROM ingest_runs ORDER BY run_id")]
+    finally:
+        conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], object], *, timeout: float = 60, what: str = "condition") -> object:
+    """Polls `predicate` until it returns something truthy; generous bounds, never a bare sleep."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def last_run(db: Path) -> dict[str, object] | None:
+    if not db.exists():
+        return None
+    try:
+        found = runs(db)
+    except sqlite3.OperationalError:
+        return None
+    return found[-1] if found else None
+
+
+def file_mode(path: Path) -> int:
+    return os.stat(path).st_mode & 0o777
