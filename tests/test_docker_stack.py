@@ -7,6 +7,7 @@ Each test brings up a project of its own (its own volume, folders and a free loo
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -213,3 +214,107 @@ def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
     assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     assert stack.wait_run(run_id, "cancelled", "abandoned", timeout=20)["state"] == "cancelled"
     wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="cancelled ingester removed")
+
+
+# The fake Google runs in a container on the stack's network (the repo's tests mounted read-only), listening on all
+# of that container's interfaces and naming itself `fake-google`, the address the launched scan container uses.
+FAKE_GOOGLE = """
+from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.mailbox import Mailbox
+
+class Server(FakeGoogleServer):
+    def server_bind(self):
+        self.server_address = ("0.0.0.0", self.server_address[1])
+        super().server_bind()
+
+google = FakeGoogle(Mailbox.generate(COUNT, seed=SEED), quota_units_per_sec=None)
+server = Server(google, port=8080)
+google.base_url = "http://fake-google:8080/"
+print("fake Google up", flush=True)
+server.serve_forever(poll_interval=0.1)
+"""
+FAKE_MESSAGES = 300
+FAKE_SEED = 11
+OAUTH_PORT = 8765
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture
+def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
+    from tests.fakes.google import FakeGoogle
+    from tests.fakes.mailbox import Mailbox
+
+    if not port_is_free(OAUTH_PORT):
+        pytest.fail(f"127.0.0.1:{OAUTH_PORT} is taken; the consent callback of a UI scan is published there")
+    ensure_image()
+    made = Stack(tmp_path)
+    fake_port = free_port()
+    google = FakeGoogle(Mailbox.generate(FAKE_MESSAGES, seed=FAKE_SEED))
+    google.base_url = "http://fake-google:8080/"
+    secrets_dir = tmp_path / "secrets"
+    (secrets_dir / "credentials.json").write_text(json.dumps(google.client_config()))
+    os.chown(secrets_dir, 10001, 10001)  # the ingester writes its token cache there
+    override = tmp_path / "compose.fake-google.yaml"
+    script = FAKE_GOOGLE.replace("COUNT", str(FAKE_MESSAGES)).replace("SEED", str(FAKE_SEED))
+    override.write_text(
+        json.dumps(
+            {
+                "services": {
+                    "viewer": {
+                        "environment": {
+                            "GMAIL_STATS_API_ENDPOINT": "http://fake-google:8080/",
+                            "OAUTHLIB_INSECURE_TRANSPORT": "1",
+                        }
+                    },
+                    "fake-google": {
+                        "image": "${GMAIL_STATS_IMAGE:-gmail-stats:local}",
+                        "entrypoint": ["python3", "-c", script.replace("$", "$$")],
+                        "volumes": [f"{REPO_ROOT / 'tests'}:/app/tests:ro"],
+                        "ports": [f"127.0.0.1:{fake_port}:8080"],
+                        "read_only": True,
+                        "cap_drop": ["ALL"],
+                    },
+                }
+            }
+        )
+    )
+    made.env["COMPOSE_FILE"] = f"{REPO_ROOT / 'compose.yaml'}:{override}"
+    made.env["COMPOSE_PROJECT_DIRECTORY"] = str(REPO_ROOT)
+    try:
+        made.up()
+        yield made, fake_port
+    finally:
+        made.down()
+
+
+def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tuple[Stack, int]) -> None:
+    from tests.fakes.mailbox import Mailbox
+
+    stack, fake_port = scan_stack
+    response = stack.post("/api/runs", {"source": "gmail_api"})
+    assert response.status_code == 202, response.text
+    run_id = response.json()["run_id"]
+    wait_for(
+        lambda: stack.run(run_id)["state"] == "awaiting_auth" and stack.run(run_id)["auth_url"],
+        timeout=60,
+        message="the consent URL on the run row",
+    )
+    consent_url = str(stack.run(run_id)["auth_url"])
+    assert consent_url.startswith("http://fake-google:8080/o/oauth2/auth?")
+    assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2F" in consent_url
+    # The browser: Google's consent page (published for the test), then the redirect to the scan's callback port.
+    with httpx.Client(timeout=30) as browser:
+        answer = browser.get(
+            consent_url.replace("http://fake-google:8080/", f"http://127.0.0.1:{fake_port}/"), follow_redirects=True
+        )
+    assert answer.status_code == 200 and b"close this tab" in answer.content
+    run = stack.wait_run(run_id, "done", "failed")
+    expected = Mailbox.generate(FAKE_MESSAGES, seed=FAKE_SEED).expected_counts()
+    assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))
+    exported = stack.compose("run", "--rm", "ingester", "export")
+    assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
+    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished scan container removed")

@@ -37,6 +37,9 @@ ENV_ALLOWLIST = frozenset(
         "GMAIL_STATS_RETRY_ATTEMPTS",
         "GMAIL_STATS_RETRY_BASE_SECONDS",
         "GMAIL_STATS_HTTP_TIMEOUT",
+        # Lets OAuth run over http:// endpoints (a local fake or proxy); the endpoints themselves still come only
+        # from the user's own credentials.json in the secrets folder.
+        "OAUTHLIB_INSECURE_TRANSPORT",
     }
 )
 
