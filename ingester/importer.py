@@ -27,7 +27,6 @@ from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
 
-
 # A commit covers at least this many records or this much time (heartbeats need one every 2 s at most).
 BATCH_RECORDS = 5000
 BATCH_SECONDS = 0.5
