@@ -27,6 +27,10 @@ from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
 
+# A commit covers at least this many records or this much time (heartbeats need one every 2 s at most).
+BATCH_RECORDS = 5000
+BATCH_SECONDS = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class ImportRequest:
@@ -188,15 +192,24 @@ class _Importer:
             self.request.path, start=offset, size=size, include_spam_trash=self.request.include_spam_trash
         )
         done = offset
+        batch: list[MailRecord] = []
+        warnings: list[str] = []
+        last_commit = self.clock()
         for result in parse_in_order(tasks, workers=self.parse_workers, idle=lambda: self._heartbeat(run_id)):
             tally.seen += result.seen
             tally.skipped += result.skipped
             tally.excluded += result.excluded
             if result.end is not None:
                 done = result.end
-            self._commit(run_id, result.records, result.warnings, tally, done)
+            batch += result.records
+            warnings += result.warnings
+            # Segments of large messages hold few records: commit by size or time, not once per segment.
+            if self.cancel.is_set() or len(batch) >= BATCH_RECORDS or self.clock() - last_commit >= BATCH_SECONDS:
+                self._commit(run_id, batch, warnings, tally, done)
+                batch, warnings, last_commit = [], [], self.clock()
             if self.cancel.is_set():
                 return True
+        self._commit(run_id, batch, warnings, tally, done)
         return self.cancel.is_set()
 
     def _heartbeat(self, run_id: int) -> None:

@@ -18,7 +18,7 @@ from ingester.parse_worker import read_frame, write_frame
 from ingester.segments import SegmentResult, SegmentTask, parse_segment
 from shared.errors import GmailStatsError
 
-IN_FLIGHT_PER_WORKER = 2
+IN_FLIGHT_PER_WORKER = 3
 IDLE_CALLBACK_SECONDS = 1.0
 
 
