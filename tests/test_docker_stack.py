@@ -277,6 +277,7 @@ def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
                         "ports": [f"127.0.0.1:{fake_port}:8080"],
                         "read_only": True,
                         "cap_drop": ["ALL"],
+                        "init": True,  # Python as PID 1 would ignore the SIGTERM of `down`
                     },
                 }
             }
