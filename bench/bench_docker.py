@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import OperationalError
 
+from bench.readme import replace_between_markers
 from shared.db import reader_engine
 from shared.runs import run_by_launch_token
 from tests.factories import generate_messages, write_mbox
@@ -29,7 +30,6 @@ from viewer.launcher import LaunchCommand, LaunchRequest
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-MARKERS = ("<!-- bench-docker:start -->", "<!-- bench-docker:end -->")
 IMAGE = "gmail-stats:local"
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
@@ -185,16 +185,6 @@ def render(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_readme(text: str, readme: Path) -> None:
-    start, end = MARKERS
-    current = readme.read_text()
-    head, found_start, rest = current.partition(start)
-    _, found_end, tail = rest.partition(end)
-    if not (found_start and found_end):
-        raise SystemExit(f"{readme}: markers {start} … {end} not found")
-    readme.write_text(f"{head}{start}\n{text}{end}{tail}")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench docker",
@@ -220,5 +210,5 @@ def main(argv: list[str] | None = None) -> int:
     text = render(args)
     print(text)
     if args.write_readme:
-        write_readme(text, BENCH_DIR / "README.md")
+        replace_between_markers(BENCH_DIR / "README.md", "docker", text)
     return 0

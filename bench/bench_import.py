@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.process_tree import Measurement, measure
+from bench.readme import replace_between_markers
 from tests.factories import generate_messages, write_mbox
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 MB = 1_000_000
 RSS_TARGET_MB = 150.0
-MARKERS = ("<!-- bench-import:start -->", "<!-- bench-import:end -->")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,16 +191,6 @@ def report(rows: list[Row], problems: list[str], argv: list[str]) -> str:
     )
 
 
-def write_readme(text: str, readme: Path) -> None:
-    start, end = MARKERS
-    current = readme.read_text()
-    head, found_start, rest = current.partition(start)
-    _, found_end, tail = rest.partition(end)
-    if not (found_start and found_end):
-        raise SystemExit(f"{readme}: markers {start} … {end} not found")
-    readme.write_text(f"{head}{start}\n{text}{end}{tail}")
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench import",
@@ -242,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(f"FAILED: {problem}", file=sys.stderr)
     if args.write_readme:
-        write_readme(text, BENCH_DIR / "README.md")
+        replace_between_markers(BENCH_DIR / "README.md", "import", text)
     return 1 if problems else 0
 
 
