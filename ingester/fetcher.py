@@ -1,4 +1,4 @@
-"""Gmail calls with quota pacing and retries, and the worker pool that fetches message metadata in batches.
+"""Gmail calls with quota pacing and retries, and the worker pool that fetches message or thread metadata in batches.
 
 Each worker thread owns one `GmailClient` (one service object, one keep-alive connection), made on first use.
 Transient failures (429, rate-limit 403s, 5xx, transport) are retried with backoff; the rest are reported.
@@ -9,16 +9,27 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-from ingester.gmail import COST_MESSAGES_GET, MAX_BATCH, ClientFactory, GmailClient, MessageMeta
+from ingester.gmail import (
+    COST_MESSAGES_GET,
+    COST_THREADS_GET,
+    MAX_BATCH,
+    ClientFactory,
+    GmailClient,
+    MessageMeta,
+    ThreadMeta,
+)
 from ingester.pacing import QuotaPacer, RetryPolicy
 from shared.errors import GmailApiError
 
 T = TypeVar("T")
+Item = TypeVar("Item")
+# One batch call: the items found and a Gmail error per key that failed.
+BatchCall = Callable[[GmailClient, list[str]], tuple[Sequence[Item], Mapping[str, GmailApiError]]]
 
 
 class FetchCancelled(Exception):
@@ -32,6 +43,24 @@ class ChunkOutcome:
     messages: tuple[MessageMeta, ...]
     gone: tuple[str, ...] = ()
     failed: dict[str, str] = field(default_factory=dict)
+    unfinished: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadOutcome:
+    """One batch of `threads.get` after retries; `gone`, `failed` and `unfinished` hold thread ids."""
+
+    threads: tuple[ThreadMeta, ...]
+    gone: tuple[str, ...] = ()
+    failed: dict[str, str] = field(default_factory=dict)
+    unfinished: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Chunk(Generic[Item]):
+    items: tuple[Item, ...]
+    gone: tuple[str, ...]
+    failed: dict[str, str]
     unfinished: tuple[str, ...] = ()
 
 
@@ -62,6 +91,7 @@ class Fetcher:
         # At most `MAX_BATCH`, and never more calls than one second of quota pays for: under a low quota a batch
         # of 50 would overdraw Gmail's bucket in one go and draw 429s for its tail every time.
         self.batch_size = max(1, min(MAX_BATCH, int(pacer.configured // COST_MESSAGES_GET)))
+        self.thread_batch_size = max(1, min(MAX_BATCH, int(pacer.configured // COST_THREADS_GET)))
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="gmail")
 
     def close(self) -> None:
@@ -116,37 +146,61 @@ class Fetcher:
         raise AssertionError("unreachable")
 
     def fetch(self, ids: Sequence[str]) -> list[Future[ChunkOutcome]]:
-        """Submits `ids` in batches; each future yields that batch's outcome."""
+        """Submits `ids` in batches of `messages.get`; each future yields that batch's outcome."""
         size = self.batch_size
-        return [self._pool.submit(self._fetch_chunk, ids[i : i + size]) for i in range(0, len(ids), size)]
+        return [self._pool.submit(self._fetch_messages, ids[i : i + size]) for i in range(0, len(ids), size)]
 
-    def _fetch_chunk(self, ids: Sequence[str]) -> ChunkOutcome:
-        messages: list[MessageMeta] = []
+    def fetch_threads(self, thread_ids: Sequence[str]) -> list[Future[ThreadOutcome]]:
+        """Submits `thread_ids` in batches of `threads.get`; each future yields that batch's outcome."""
+        size = self.thread_batch_size
+        return [
+            self._pool.submit(self._fetch_threads, thread_ids[i : i + size]) for i in range(0, len(thread_ids), size)
+        ]
+
+    def _fetch_messages(self, ids: Sequence[str]) -> ChunkOutcome:
+        def call(client: GmailClient, keys: list[str]) -> tuple[Sequence[MessageMeta], Mapping[str, GmailApiError]]:
+            result = client.get_messages(keys)
+            return result.messages, result.failures
+
+        chunk = self._fetch_chunk(ids, call, cost=COST_MESSAGES_GET, what="messages.get")
+        return ChunkOutcome(chunk.items, chunk.gone, chunk.failed, chunk.unfinished)
+
+    def _fetch_threads(self, thread_ids: Sequence[str]) -> ThreadOutcome:
+        def call(client: GmailClient, keys: list[str]) -> tuple[Sequence[ThreadMeta], Mapping[str, GmailApiError]]:
+            result = client.get_threads(keys)
+            return result.threads, result.failures
+
+        chunk = self._fetch_chunk(thread_ids, call, cost=COST_THREADS_GET, what="threads.get")
+        return ThreadOutcome(chunk.items, chunk.gone, chunk.failed, chunk.unfinished)
+
+    def _fetch_chunk(self, keys: Sequence[str], call: BatchCall[Item], *, cost: int, what: str) -> _Chunk[Item]:
+        """Fetches `keys` in one batch, retrying the transient failures; 404 means deleted since listing."""
+        items: list[Item] = []
         gone: list[str] = []
         failed: dict[str, str] = {}
-        pending = list(ids)
+        pending = list(keys)
         attempt = 0
         while pending:
             attempt += 1
-            if self._cancel.is_set() or self._pacer.acquire(COST_MESSAGES_GET * len(pending)):
-                return ChunkOutcome(tuple(messages), tuple(gone), failed, tuple(pending))
+            if self._cancel.is_set() or self._pacer.acquire(cost * len(pending)):
+                return _Chunk(tuple(items), tuple(gone), failed, tuple(pending))
             retry: dict[str, GmailApiError] = {}
             try:
-                result = self._client().get_messages(pending)
+                found, failures = call(self._client(), pending)
             except GmailApiError as exc:
                 retry = dict.fromkeys(pending, exc)
                 if not exc.transient:
                     failed.update((i, str(exc)) for i in pending)
                     break
             else:
-                messages.extend(result.messages)
-                for gmail_id, error in result.failures.items():
+                items.extend(found)
+                for item_key, error in failures.items():
                     if error.status == 404:  # deleted between list and get
-                        gone.append(gmail_id)
+                        gone.append(item_key)
                     elif error.transient:
-                        retry[gmail_id] = error
+                        retry[item_key] = error
                     else:
-                        failed[gmail_id] = str(error)
+                        failed[item_key] = str(error)
             if not retry:
                 break
             worst = next((e for e in retry.values() if e.kind == "rate_limited"), next(iter(retry.values())))
@@ -154,14 +208,14 @@ class Fetcher:
                 failed.update((i, str(e)) for i, e in retry.items())
                 break
             try:
-                self._after_transient(worst, attempt, what=f"messages.get of {len(retry)} ids")
+                self._after_transient(worst, attempt, what=f"{what} of {len(retry)} ids")
             except FetchCancelled:
-                return ChunkOutcome(tuple(messages), tuple(gone), failed, tuple(retry))
+                return _Chunk(tuple(items), tuple(gone), failed, tuple(retry))
             pending = list(retry)
-        return ChunkOutcome(tuple(messages), tuple(gone), failed)
+        return _Chunk(tuple(items), tuple(gone), failed)
 
 
-def iter_done(futures: Sequence[Future[ChunkOutcome]]) -> Iterator[ChunkOutcome]:
+def iter_done(futures: Sequence[Future[T]]) -> Iterator[T]:
     """Outcomes in submission order (so commits follow the listing), re-raising a worker's exception."""
     for future in futures:
         yield future.result()

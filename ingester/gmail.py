@@ -16,6 +16,8 @@ from shared.errors import GmailApiError
 COST_GET_PROFILE = 1
 COST_MESSAGES_LIST = 5
 COST_MESSAGES_GET = 5
+# One call for a whole conversation, whatever its length: cheaper per message from three unknown messages on.
+COST_THREADS_GET = 10
 COST_HISTORY_LIST = 2
 # Google's advice for batches; 100-call batches draw "Too many concurrent requests for user".
 MAX_BATCH = 50
@@ -31,10 +33,20 @@ class Profile:
 
 @dataclass(frozen=True, slots=True)
 class IdPage:
-    """One page of message ids (from `messages.list` or `history.list`)."""
+    """One page of message ids (from `messages.list` or `history.list`) and, position by position, their threads.
+
+    `thread_ids` is empty when the lister did not say (a thread-less page is fetched message by message).
+    """
 
     ids: tuple[str, ...]
     next_page_token: str | None
+    thread_ids: tuple[str, ...] = ()
+
+    def pairs(self) -> list[tuple[str, str | None]]:
+        """(Gmail id, thread id or None) in listing order."""
+        if len(self.thread_ids) != len(self.ids):
+            return [(i, None) for i in self.ids]
+        return list(zip(self.ids, self.thread_ids, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +76,22 @@ class BatchResult:
     failures: Mapping[str, GmailApiError] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadMeta:
+    """One conversation as `threads.get` (metadata) returns it: every message, Spam and Trash included."""
+
+    thread_id: str
+    messages: tuple[MessageMeta, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadBatchResult:
+    """What one batch of `threads.get` calls gave: threads, and a Gmail error per thread id that failed."""
+
+    threads: tuple[ThreadMeta, ...]
+    failures: Mapping[str, GmailApiError] = field(default_factory=dict)
+
+
 class GmailClient(Protocol):
     """One worker's connection to one mailbox; not shared between threads."""
 
@@ -79,6 +107,10 @@ class GmailClient(Protocol):
 
     def get_messages(self, ids: Sequence[str]) -> BatchResult:
         """`messages.get` (metadata) for at most `MAX_BATCH` ids in one batch request."""
+        ...
+
+    def get_threads(self, thread_ids: Sequence[str]) -> ThreadBatchResult:
+        """`threads.get` (metadata, the same headers) for at most `MAX_BATCH` thread ids in one batch request."""
         ...
 
     def close(self) -> None: ...

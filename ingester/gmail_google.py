@@ -9,7 +9,7 @@ import calendar
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import google_auth_httplib2
@@ -19,7 +19,17 @@ from googleapiclient.discovery import build
 from googleapiclient.errors import BatchError, HttpError
 from googleapiclient.http import BatchHttpRequest
 
-from ingester.gmail import LIST_PAGE_SIZE, MAX_BATCH, METADATA_HEADERS, BatchResult, IdPage, MessageMeta, Profile
+from ingester.gmail import (
+    LIST_PAGE_SIZE,
+    MAX_BATCH,
+    METADATA_HEADERS,
+    BatchResult,
+    IdPage,
+    MessageMeta,
+    Profile,
+    ThreadBatchResult,
+    ThreadMeta,
+)
 from shared.errors import GmailApiError, GmailAuthError
 
 GMAIL_ENDPOINT = "https://gmail.googleapis.com/"
@@ -27,6 +37,7 @@ GMAIL_ENDPOINT = "https://gmail.googleapis.com/"
 # `api_endpoint` is overridden, so the batch URI is built from our endpoint instead.
 BATCH_PATH = "batch/gmail/v1"
 MESSAGE_FIELDS = "id,labelIds,sizeEstimate,internalDate,payload/headers"
+THREAD_FIELDS = f"id,messages({MESSAGE_FIELDS})"
 _RATE_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded"})
 _TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 _RETRY_AFTER = re.compile(r"Retry after (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
@@ -117,6 +128,7 @@ class GoogleGmailClient:
         self._users = self._service.users()
         self._messages = self._users.messages()
         self._history = self._users.history()
+        self._threads = self._users.threads()
 
     def close(self) -> None:
         self._service.close()
@@ -142,7 +154,7 @@ class GoogleGmailClient:
             maxResults=LIST_PAGE_SIZE,
             includeSpamTrash=False,
             pageToken=page_token,
-            fields="messages/id,nextPageToken",
+            fields="messages(id,threadId),nextPageToken",
         )
         try:
             data = self._execute(request, what="messages.list")
@@ -150,7 +162,10 @@ class GoogleGmailClient:
             if page_token is not None and exc.status == 400:
                 raise GmailApiError(str(exc), kind="bad_page_token", status=400) from exc
             raise
-        return IdPage(tuple(str(m["id"]) for m in data.get("messages") or ()), data.get("nextPageToken"))
+        listed = data.get("messages") or ()
+        ids = tuple(str(m["id"]) for m in listed)
+        threads = tuple(str(m.get("threadId") or m["id"]) for m in listed)
+        return IdPage(ids, data.get("nextPageToken"), threads)
 
     def list_history(self, *, start_history_id: str, page_token: str | None) -> IdPage:
         request = self._history.list(
@@ -159,7 +174,7 @@ class GoogleGmailClient:
             historyTypes="messageAdded",
             maxResults=LIST_PAGE_SIZE,
             pageToken=page_token,
-            fields="history/messagesAdded/message/id,nextPageToken,historyId",
+            fields="history/messagesAdded/message(id,threadId),nextPageToken,historyId",
         )
         try:
             data = self._execute(request, what="history.list")
@@ -167,41 +182,68 @@ class GoogleGmailClient:
             if exc.status == 404:  # developers.google.com/gmail/api/guides/sync: start id too old
                 raise GmailApiError(str(exc), kind="history_expired", status=404) from exc
             raise
-        ids: dict[str, None] = {}
+        ids: dict[str, str] = {}
         for record in data.get("history") or ():
             for added in record.get("messagesAdded") or ():
-                ids[str(added["message"]["id"])] = None
-        return IdPage(tuple(ids), data.get("nextPageToken"))
+                message = added["message"]
+                ids[str(message["id"])] = str(message.get("threadId") or message["id"])
+        return IdPage(tuple(ids), data.get("nextPageToken"), tuple(ids.values()))
 
     def get_messages(self, ids: Sequence[str]) -> BatchResult:
-        wanted = list(dict.fromkeys(ids))
+        found, failures = self._batch(
+            ids,
+            lambda gmail_id: self._messages.get(
+                userId="me",
+                id=gmail_id,
+                format="metadata",
+                metadataHeaders=list(METADATA_HEADERS),
+                fields=MESSAGE_FIELDS,
+            ),
+            what="messages.get",
+        )
+        return BatchResult(tuple(message_from_json(data) for data in found), failures)
+
+    def get_threads(self, thread_ids: Sequence[str]) -> ThreadBatchResult:
+        found, failures = self._batch(
+            thread_ids,
+            lambda thread_id: self._threads.get(
+                userId="me",
+                id=thread_id,
+                format="metadata",
+                metadataHeaders=list(METADATA_HEADERS),
+                fields=THREAD_FIELDS,
+            ),
+            what="threads.get",
+        )
+        threads = tuple(
+            ThreadMeta(str(data["id"]), tuple(message_from_json(m) for m in data.get("messages") or ()))
+            for data in found
+        )
+        return ThreadBatchResult(threads, failures)
+
+    def _batch(
+        self, keys: Sequence[str], request: Callable[[str], Any], *, what: str
+    ) -> tuple[list[dict[str, Any]], dict[str, GmailApiError]]:
+        """One batch request of `request(key)` per distinct key: the answers, and a Gmail error per failed key."""
+        wanted = list(dict.fromkeys(keys))
         if len(wanted) > MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} ids per batch")
-        messages: list[MessageMeta] = []
+        found: list[dict[str, Any]] = []
         failures: dict[str, GmailApiError] = {}
 
         def collect(request_id: str, response: dict[str, Any] | None, exception: Exception | None) -> None:
             if isinstance(exception, HttpError):
                 failures[request_id] = error_from_response(
-                    exception.resp.status, exception.content, what=f"messages.get {request_id}"
+                    exception.resp.status, exception.content, what=f"{what} {request_id}"
                 )
             elif exception is not None:
-                failures[request_id] = _transport_error(exception, what=f"messages.get {request_id}")
+                failures[request_id] = _transport_error(exception, what=f"{what} {request_id}")
             elif response is not None:
-                messages.append(message_from_json(response))
+                found.append(response)
 
         batch = BatchHttpRequest(callback=collect, batch_uri=self._endpoint + BATCH_PATH)
-        for gmail_id in wanted:
-            batch.add(
-                self._messages.get(
-                    userId="me",
-                    id=gmail_id,
-                    format="metadata",
-                    metadataHeaders=list(METADATA_HEADERS),
-                    fields=MESSAGE_FIELDS,
-                ),
-                request_id=gmail_id,
-            )
+        for key in wanted:
+            batch.add(request(key), request_id=key)
         try:
             batch.execute(http=self._http)
         except HttpError as exc:
@@ -210,4 +252,4 @@ class GoogleGmailClient:
             raise _auth_error(exc) from exc
         except (httplib2.HttpLib2Error, OSError, TransportError, BatchError) as exc:
             raise _transport_error(exc, what="batch") from exc
-        return BatchResult(tuple(messages), failures)
+        return found, failures

@@ -34,6 +34,30 @@ def unknown_ids(conn: Connection, ids: Sequence[str]) -> list[str]:
     return [i for i in wanted if i not in known]
 
 
+def unsettled_ids(conn: Connection, ids: Sequence[str], *, run_id: int) -> list[str]:
+    """`unknown_ids` less those this run already fetched without keeping a row (see `settle`)."""
+    todo = unknown_ids(conn, ids)
+    if not todo:
+        return []
+    sql = "SELECT gmail_id FROM scan_settled WHERE run_id = ? AND gmail_id IN (SELECT value FROM json_each(?))"
+    done = {row[0] for row in conn.exec_driver_sql(sql, (run_id, json.dumps(todo)))}
+    return [i for i in todo if i not in done]
+
+
+def settle(conn: Connection, outcomes: Mapping[str, str], *, run_id: int) -> None:
+    """Remembers ids this run fetched but keeps no row for: 'excluded', 'gone' or 'failed'."""
+    if outcomes:
+        conn.exec_driver_sql(
+            "INSERT OR REPLACE INTO scan_settled (gmail_id, run_id, outcome) VALUES (?, ?, ?)",
+            [(gmail_id, run_id, outcome) for gmail_id, outcome in outcomes.items()],
+        )
+
+
+def forget_settled(conn: Connection, *, keep_run_id: int | None) -> None:
+    """Drops the settled ids of every run but `keep_run_id` (a finished or abandoned run needs none)."""
+    conn.exec_driver_sql("DELETE FROM scan_settled WHERE run_id IS NOT ?", (keep_run_id,))
+
+
 def get_sync_state(conn: Connection, key: str) -> str | None:
     row = conn.exec_driver_sql("SELECT value FROM sync_state WHERE key = ?", (key,)).first()
     return str(row[0]) if row is not None else None

@@ -115,11 +115,21 @@ def _create_scan_tables(conn: Connection) -> None:
     )
 
 
+def _create_scan_settled(conn: Connection) -> None:
+    # Ids a scan run fetched but keeps no row for (excluded by labels, deleted, failed past the budget): a resumed
+    # run re-lists its unfinished pages, and must not fetch and tally these again.
+    conn.exec_driver_sql(
+        "CREATE TABLE IF NOT EXISTS scan_settled (gmail_id TEXT PRIMARY KEY NOT NULL, run_id INTEGER NOT NULL,"
+        " outcome TEXT NOT NULL)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
     Migration(3, "ingest_runs.launch_token", _add_launch_token),
     Migration(4, "gmail_retry and backfill_checked", _create_scan_tables),
+    Migration(5, "scan_settled: fetched ids a run keeps no row for", _create_scan_settled),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

@@ -128,3 +128,13 @@ class BackfillChecked(Base):
 
     mail_id: Mapped[str] = mapped_column(Text, primary_key=True)
     status: Mapped[str] = mapped_column(Text)
+
+
+class ScanSettled(Base):
+    """Ids a scan run fetched but keeps no row for (`excluded`, `gone`, `failed`), so its resume skips them."""
+
+    __tablename__ = "scan_settled"
+
+    gmail_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(Text)

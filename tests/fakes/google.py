@@ -1,7 +1,8 @@
 """A fake Google that the real google-api-python-client and google-auth-oauthlib talk to over HTTP.
 
-Speaks Gmail's wire format (getProfile, messages.list/get, history.list, the batch endpoint, Google's JSON error
-envelope), the OAuth authorize and token endpoints, and enforces a per-user quota as a token bucket in units/s.
+Speaks Gmail's wire format (getProfile, messages.list/get, threads.get, history.list, the batch endpoint, Google's
+JSON error envelope), the OAuth authorize and token endpoints, and enforces a per-user quota as a token bucket in
+units/s.
 Faults are injectable. Each response goes out in one write with TCP_NODELAY: a naive handler stalls keep-alive
 clients ~40 ms per request (Nagle plus delayed ACK), which would flatter clients opening a connection per call.
 
@@ -18,15 +19,15 @@ import random
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from tests.fakes.mailbox import FakeMessage, Mailbox
+from tests.fakes.mailbox import MIXES, FakeMessage, Mailbox
 
-COSTS = {"profile": 1, "list": 5, "get": 5, "history": 2}
+COSTS = {"profile": 1, "list": 5, "get": 5, "thread": 10, "history": 2}
 SCOPE = "https://www.googleapis.com/auth/gmail.metadata"
 _REASONS = {
     200: "OK",
@@ -49,7 +50,8 @@ class Faults:
     stall_seconds: float = 0.0  # with stall_rate: answer a batch only after this long (client timeouts)
     stall_rate: float = 0.0
     deleted: set[str] = field(default_factory=set)  # listed, but messages.get answers 404
-    always_fail: set[str] = field(default_factory=set)  # messages.get answers 500 every time
+    always_fail: set[str] = field(default_factory=set)  # messages.get (and threads.get of its thread) answer 500
+    trashed: set[str] = field(default_factory=set)  # listed, but moved to Trash before it is fetched
     history_expired: bool = False
     consent: str = "approve"  # or "deny", "policy_enforced"
     list_delay_seconds: float = 0.0
@@ -164,8 +166,8 @@ class FakeGoogle:
             return 404, error_body(404, "Not Found", "notFound", "NOT_FOUND")
         rest = parts[4:]
         name = {("profile",): "profile", ("messages",): "list", ("history",): "history"}.get(tuple(rest))
-        if name is None and len(rest) == 2 and rest[0] == "messages":
-            name = "get"
+        if name is None and len(rest) == 2 and rest[0] in ("messages", "threads"):
+            name = "get" if rest[0] == "messages" else "thread"
         if name is None:
             return 404, error_body(404, "Not Found", "notFound", "NOT_FOUND")
         self.count(name)
@@ -196,6 +198,8 @@ class FakeGoogle:
             return self._list(query)
         if name == "history":
             return self._history(query)
+        if name == "thread":
+            return self._thread(rest[1], query)
         return self._get(rest[1], query)
 
     def _forced_429(self) -> bool:
@@ -211,7 +215,7 @@ class FakeGoogle:
             body = {
                 "emailAddress": "someone@example.com",
                 "messagesTotal": len(box.order),
-                "threadsTotal": len(box.order),
+                "threadsTotal": len(box.threads),
                 "historyId": str(box.history_id),
             }
         return json.dumps(body).encode()
@@ -230,7 +234,9 @@ class FakeGoogle:
                 return 400, error_body(400, "Invalid pageToken", "invalidArgument", "INVALID_ARGUMENT")
             start = int(offset)
         page = ids[start : start + size]
-        body: dict[str, Any] = {"messages": [{"id": i, "threadId": i} for i in page], "resultSizeEstimate": len(ids)}
+        messages = self.mailbox.messages
+        listed = [{"id": i, "threadId": messages[i].thread_id} for i in page]
+        body: dict[str, Any] = {"messages": listed, "resultSizeEstimate": len(ids)}
         if start + size < len(ids):
             body["nextPageToken"] = f"p{self.page_generation}-{start + size}"
         return 200, json.dumps(body).encode()
@@ -244,7 +250,12 @@ class FakeGoogle:
         added = self.mailbox.added_since(start)
         page = added[offset : offset + size]
         history = [
-            {"id": str(m.history_id), "messagesAdded": [{"message": {"id": m.gmail_id, "labelIds": list(m.label_ids)}}]}
+            {
+                "id": str(m.history_id),
+                "messagesAdded": [
+                    {"message": {"id": m.gmail_id, "threadId": m.thread_id, "labelIds": list(m.label_ids)}}
+                ],
+            }
             for m in page
         ]
         body: dict[str, Any] = {"history": history, "historyId": str(self.mailbox.history_id)}
@@ -258,7 +269,21 @@ class FakeGoogle:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         if gmail_id in self.faults.always_fail:
             return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
-        return 200, json.dumps(render_message(message, query)).encode()
+        return 200, json.dumps(render_message(self._as_now(message), query)).encode()
+
+    def _as_now(self, message: FakeMessage) -> FakeMessage:
+        if message.gmail_id in self.faults.trashed:
+            return replace(message, label_ids=(*message.label_ids, "TRASH"))
+        return message
+
+    def _thread(self, thread_id: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        """`threads.get`: every message of the conversation, Spam and Trash included, oldest first (as Gmail)."""
+        members = [m for m in self.mailbox.thread(thread_id) if m.gmail_id not in self.faults.deleted]
+        if not members:
+            return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
+        if any(m.gmail_id in self.faults.always_fail for m in members):
+            return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
+        return 200, json.dumps(render_thread(thread_id, [self._as_now(m) for m in members], query)).encode()
 
     # --- OAuth -----------------------------------------------------------------------------------------------
     def authorize(self, query: dict[str, str]) -> str:
@@ -305,7 +330,7 @@ def render_message(message: FakeMessage, query: dict[str, list[str]]) -> dict[st
     headers = [{"name": k, "value": v} for k, v in message.headers if not wanted or k.lower() in wanted]
     full: dict[str, Any] = {
         "id": message.gmail_id,
-        "threadId": message.gmail_id,
+        "threadId": message.thread_id,
         "labelIds": list(message.label_ids),
         "snippet": "",
         "historyId": str(message.history_id),
@@ -313,7 +338,11 @@ def render_message(message: FakeMessage, query: dict[str, list[str]]) -> dict[st
         "sizeEstimate": message.size_estimate,
         "payload": {"mimeType": "text/plain", "headers": headers},
     }
-    mask = query.get("fields", [""])[0]
+    return apply_mask(full, query.get("fields", [""])[0])
+
+
+def apply_mask(full: dict[str, Any], mask: str) -> dict[str, Any]:
+    """A `fields` mask of top-level names and `payload/headers` (what our client asks for)."""
     if not mask:
         return full
     trimmed: dict[str, Any] = {}
@@ -322,6 +351,23 @@ def render_message(message: FakeMessage, query: dict[str, list[str]]) -> dict[st
         if top in full:
             trimmed[top] = {sub: full[top][sub]} if sub and isinstance(full[top], dict) else full[top]
     return trimmed
+
+
+def render_thread(thread_id: str, members: list[FakeMessage], query: dict[str, list[str]]) -> dict[str, Any]:
+    """`threads.get?format=metadata`, with a `fields` mask like `id,messages(id,labelIds,payload/headers)`."""
+    mask = query.get("fields", [""])[0]
+    top, inner = mask, ""
+    if "messages(" in mask:
+        head, _, rest = mask.partition("messages(")
+        inner, _, tail = rest.partition(")")
+        top = ",".join(p for p in (head.strip(","), "messages", tail.strip(",")) if p)
+    message_query = {**query, "fields": [inner]}
+    full: dict[str, Any] = {
+        "id": thread_id,
+        "historyId": str(max(m.history_id for m in members)),
+        "messages": [render_message(m, message_query) for m in members],
+    }
+    return apply_mask(full, top)
 
 
 def split_batch(body: bytes, content_type: str) -> list[tuple[str, bytes]]:
@@ -498,10 +544,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=5000)
     parser.add_argument("--quota", type=float, default=None, help="units/s per user (default: unlimited)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="singles", help="conversation sizes")
     parser.add_argument("--write-credentials", type=Path, metavar="PATH", help="write a client-secret file here")
     parser.add_argument("--write-tokens", type=Path, metavar="PATH", help="write a ready token cache here")
     args = parser.parse_args()
-    google = FakeGoogle(Mailbox.generate(args.messages, seed=args.seed), quota_units_per_sec=args.quota)
+    google = FakeGoogle(
+        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix]), quota_units_per_sec=args.quota
+    )
     server = FakeGoogleServer(google, port=args.port)
     if args.write_credentials:
         args.write_credentials.write_text(json.dumps(google.client_config()))

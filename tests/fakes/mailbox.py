@@ -1,20 +1,49 @@
 """Generated Gmail mailboxes with a realistic sender distribution, and the history a fake Google keeps of them.
 
 A few senders send most mail (Zipf-like weights), newsletters carry List-Unsubscribe, a few percent are unread,
-spam or trash, and one message in a hundred has no Message-ID.
+spam or trash, and one message in a hundred has no Message-ID. With a `ConversationMix` messages join conversations
+(Gmail threads) whose members interleave in time, so a thread spans listing pages and may hold Spam or Trash.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 
 from shared.normalize import normalize_message_id, parse_sender
 
 FIRST_ID = 0x18C6_0000_0000_0000
 START_HISTORY_ID = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationMix:
+    """Thread sizes: `single_share` of the conversations have one message, the rest average `mean_rest` (>= 2)."""
+
+    single_share: float
+    mean_rest: float
+
+    def size(self, rng: random.Random) -> int:
+        if rng.random() < self.single_share:
+            return 1
+        extra = self.mean_rest - 2  # a geometric number of messages beyond two, with this mean
+        size = 2
+        while extra > 0 and rng.random() < extra / (extra + 1):
+            size += 1
+        return size
+
+
+# No conversations: every message is its own thread (the mailbox every older test was written against).
+SINGLES = ConversationMix(1.0, 2.0)
+# The issue's mix: 55 % single-message conversations, the rest averaging 3.5 messages.
+TYPICAL = ConversationMix(0.55, 3.5)
+# Mailing-list-heavy: long discussions dominate.
+MAILING_LISTS = ConversationMix(0.25, 12.0)
+MIXES = {"singles": SINGLES, "typical": TYPICAL, "lists": MAILING_LISTS}
+# How many conversations are open (still getting replies) at once: members of one interleave with others'.
+OPEN_THREADS = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +54,7 @@ class FakeMessage:
     size_estimate: int
     internal_date_ms: int
     headers: tuple[tuple[str, str], ...]
+    thread_id: str = ""
 
     def header(self, name: str) -> str | None:
         for key, value in self.headers:
@@ -59,10 +89,14 @@ class Mailbox:
     history_id: int = START_HISTORY_ID
     history_floor: int = START_HISTORY_ID
     lock: threading.RLock = field(default_factory=threading.RLock)
+    mix: ConversationMix = SINGLES
+    threads: dict[str, list[str]] = field(default_factory=dict)  # thread id -> member ids, oldest first
+    _open: list[tuple[str, int]] = field(default_factory=list)  # (thread id, members still to come)
+    _thread_rng: random.Random = field(default_factory=lambda: random.Random(0))
     _next: int = FIRST_ID
 
     @classmethod
-    def generate(cls, count: int, *, seed: int = 7, senders: int = 400) -> Mailbox:
+    def generate(cls, count: int, *, seed: int = 7, senders: int = 400, mix: ConversationMix = SINGLES) -> Mailbox:
         rng = random.Random(seed)
         people = []
         for rank in range(senders):
@@ -70,7 +104,8 @@ class Mailbox:
             domain = f"news{rank}.example.com" if newsletter else f"example{rank % 40}.org"
             people.append((f"Sender {rank}", f"user{rank}@{domain}", newsletter))
         weights = [1.0 / (rank + 1) ** 1.1 for rank in range(senders)]
-        box = cls(rng=rng, senders=people, weights=weights)
+        # Threading draws from its own generator, so a mailbox of singles is the same mailbox as before threads.
+        box = cls(rng=rng, senders=people, weights=weights, mix=mix, _thread_rng=random.Random(seed * 7919 + 1))
         box.add(count)
         box.history_floor = box.history_id
         return box
@@ -111,8 +146,32 @@ class Mailbox:
             internal_date_ms=date * 1000,
             headers=tuple(headers),
         )
+        message = replace(message, thread_id=self._thread_for(gmail_id))
         self.messages[gmail_id] = message
+        self.threads.setdefault(message.thread_id, []).append(gmail_id)
         return message
+
+    def _thread_for(self, gmail_id: str) -> str:
+        """A new conversation (its id is its first message's, as in Gmail) or the next member of an open one."""
+        if self.mix is SINGLES:
+            return gmail_id
+        rng = self._thread_rng
+        if self._open and (len(self._open) >= OPEN_THREADS or rng.random() < 0.5):
+            index = rng.randrange(len(self._open))
+            thread_id, left = self._open[index]
+            if left <= 1:
+                self._open.pop(index)
+            else:
+                self._open[index] = (thread_id, left - 1)
+            return thread_id
+        size = self.mix.size(rng)
+        if size > 1:
+            self._open.append((gmail_id, size - 1))
+        return gmail_id
+
+    def thread(self, thread_id: str) -> list[FakeMessage]:
+        with self.lock:
+            return [self.messages[i] for i in self.threads.get(thread_id, ())]
 
     def listed(self, *, include_spam_trash: bool) -> list[str]:
         with self.lock:
