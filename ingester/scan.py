@@ -1,7 +1,8 @@
 """The Gmail scan: authorise, list (full or by history), fetch metadata in paced batches, count, keep the run honest.
 
 Every committed batch carries the counters it covers; `resume_token` only advances past fully committed pages,
-so a `kill -9` at any instant followed by `--resume` (or any later scan: dedupe is by Gmail id) stays exact.
+so a `kill -9` at any instant followed by `--resume` (or any later scan: dedupe is by Gmail id, and `scan_settled`
+remembers what the run fetched without keeping a row) stays exact. Fetching and counting live in `scan_settle`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,12 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
 
-from ingester.fetcher import ChunkOutcome, FetchCancelled, Fetcher, iter_done
+from ingester.fetcher import FetchCancelled, Fetcher
 from ingester.gmail import (
     COST_GET_PROFILE,
     COST_HISTORY_LIST,
@@ -27,23 +27,21 @@ from ingester.gmail import (
     IdPage,
     Profile,
 )
-from ingester.gmail_records import record_from_meta
 from ingester.heartbeat import Heartbeat
 from ingester.pacing import QuotaPacer
 from ingester.report import Reporter
+from ingester.scan_pages import walk_pages
+from ingester.scan_settle import Settler
 from ingester.scan_store import (
     HISTORY_ID_KEY,
     PENDING_HISTORY_ID_KEY,
-    clear_retries,
     delete_sync_state,
+    forget_settled,
     get_sync_state,
     pending_retries,
-    record_retries,
     set_sync_state,
-    unknown_ids,
 )
 from ingester.scan_types import ScanRequest, ScanResult, ScanTuning, Tally
-from ingester.store import count_batch
 from shared.errors import DatabaseError, GmailApiError, GmailAuthError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, get_run, reopen_run, update_run
@@ -73,9 +71,9 @@ class _Scanner:
         self.on_consent_url = on_consent_url
         self.tally = Tally()
         self.run_id = 0
-        self.retries_pending = False
         self.mode = "full"
         self.fetcher: Fetcher | None = None
+        self.settler: Settler | None = None
 
     # --- run row -------------------------------------------------------------------------------------------
     def _start_run(self) -> str | None:
@@ -148,11 +146,22 @@ class _Scanner:
             update_run(conn, self.run_id, now=self.clock(), state=str(RunState.RUNNING), auth_url=None)
             history_id = None if self.request.full else get_sync_state(conn, HISTORY_ID_KEY)
             retry_ids = pending_retries(conn)
+            forget_settled(conn, keep_run_id=self.run_id)
         pacer = QuotaPacer(self.tuning.units_per_second, monotonic=time.monotonic, wait=self.cancel.wait)
         fetcher = Fetcher(
             factory, pacer=pacer, policy=self.tuning.retry, workers=self.tuning.workers, cancel=self.cancel
         )
         self.fetcher = fetcher
+        settler = Settler(
+            engine=self.engine,
+            run_id=self.run_id,
+            fetcher=fetcher,
+            tally=self.tally,
+            reporter=self.reporter,
+            clock=self.clock,
+            retries_pending=bool(retry_ids),
+        )
+        self.settler = settler
         try:
             profile: Profile = fetcher.call(COST_GET_PROFILE, lambda c: c.get_profile(), what="users.getProfile")
             with self.engine.begin() as conn:
@@ -163,13 +172,12 @@ class _Scanner:
                 start_history_id = pending or profile.history_id
                 set_sync_state(conn, PENDING_HISTORY_ID_KEY, start_history_id)
             self.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=self.tally.seen)
-            self.retries_pending = bool(retry_ids)
-            if retry_ids and not self._process(fetcher, retry_ids, count_seen=False):
+            if retry_ids and not settler.collect(settler.submit([(i, None) for i in retry_ids])):
                 raise FetchCancelled()
             if resume_token is not None or history_id is None:
-                self._full(fetcher, resume_token)
+                self._full(fetcher, settler, resume_token)
             else:
-                self._incremental(fetcher, history_id)
+                self._incremental(fetcher, settler, history_id)
         finally:
             fetcher.close()
             self._warn([])
@@ -177,6 +185,7 @@ class _Scanner:
             left = pending_retries(conn)
             set_sync_state(conn, HISTORY_ID_KEY, start_history_id)
             delete_sync_state(conn, PENDING_HISTORY_ID_KEY)
+            forget_settled(conn, keep_run_id=None)
             outcome = RunOutcome.PARTIAL if left else RunOutcome.COMPLETE
             update_run(conn, self.run_id, now=self.clock(), resume_token=None)
             finish_run(conn, self.run_id, state=RunState.DONE, outcome=outcome, now=self.clock())
@@ -185,7 +194,7 @@ class _Scanner:
     def _list(self, fetcher: Fetcher, token: str | None) -> IdPage:
         return fetcher.call(COST_MESSAGES_LIST, lambda c: c.list_messages(page_token=token), what="messages.list")
 
-    def _full(self, fetcher: Fetcher, token: str | None) -> None:
+    def _full(self, fetcher: Fetcher, settler: Settler, token: str | None) -> None:
         self.mode = "full"
         try:
             page = self._list(fetcher, token)
@@ -193,99 +202,39 @@ class _Scanner:
             if exc.kind != "bad_page_token":
                 raise
             page = self._list(fetcher, None)  # an expired resume token: page one again, dedupe keeps counts exact
-        while True:
-            futures = self._submit(fetcher, page.ids)
-            following = None
-            if page.next_page_token is not None and not self.cancel.is_set():
-                following = self._list(fetcher, page.next_page_token)  # overlaps with the workers' fetches
-            if not self._collect(futures, seen=len(page.ids), resume_token=page.next_page_token):
-                raise FetchCancelled()
-            if following is None:
-                if self.cancel.is_set():
-                    raise FetchCancelled()
-                return
-            page = following
+        walk_pages(
+            page,
+            lambda next_token: self._list(fetcher, next_token),
+            settler=settler,
+            cancel=self.cancel,
+            page_done=self._page_done,
+        )
 
-    def _incremental(self, fetcher: Fetcher, start: str) -> None:
+    def _incremental(self, fetcher: Fetcher, settler: Settler, start: str) -> None:
         self.mode = "history"
-        token: str | None = None
-        while True:
-            try:
-                page = fetcher.call(
-                    COST_HISTORY_LIST,
-                    _history_page(start, token),
-                    what="history.list",
-                )
-            except GmailApiError as exc:
-                if exc.kind != "history_expired":
-                    raise
-                self._warn([f"Gmail's history since {start} has expired; listing the whole mailbox again"])
-                self._full(fetcher, None)
-                return
-            if not self._process(fetcher, page.ids, count_seen=True):
-                raise FetchCancelled()
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
-    # --- fetching and counting -------------------------------------------------------------------------------
-    def _submit(self, fetcher: Fetcher, ids: Sequence[str]) -> list[Future[ChunkOutcome]]:
+        def history(token: str | None) -> IdPage:
+            return fetcher.call(COST_HISTORY_LIST, _history_page(start, token), what="history.list")
+
+        try:
+            walk_pages(history(None), history, settler=settler, cancel=self.cancel, page_done=self._page_done)
+        except GmailApiError as exc:
+            if exc.kind != "history_expired":
+                raise
+            self._warn([f"Gmail's history since {start} has expired; listing the whole mailbox again"])
+            self._full(fetcher, settler, None)
+
+    def _page_done(self, page: IdPage) -> None:
+        """Counts a settled page as seen; in a full listing the resume token moves past it in the same commit."""
+        self.tally.seen += len(page.ids)
+        token = page.next_page_token
         with self.engine.begin() as conn:
-            todo = unknown_ids(conn, ids)
-            if self.retries_pending and len(todo) < len(ids):
-                clear_retries(conn, set(ids) - set(todo))  # counted meanwhile (e.g. by an import)
-        return fetcher.fetch(todo)
-
-    def _process(self, fetcher: Fetcher, ids: Sequence[str], *, count_seen: bool) -> bool:
-        return self._collect(self._submit(fetcher, ids), seen=len(ids) if count_seen else 0, resume_token=None)
-
-    def _collect(self, futures: list[Future[ChunkOutcome]], *, seen: int, resume_token: str | None) -> bool:
-        """Commits each batch as it completes; returns False when some ids were left unfetched (cancel)."""
-        complete = True
-        for outcome in iter_done(futures):
-            complete = self._commit(outcome) and complete
-        if complete:
-            self.tally.seen += seen
-            with self.engine.begin() as conn:
-                values = {"resume_token": resume_token} if self.mode == "full" and resume_token else {}
-                update_run(conn, self.run_id, now=self.clock(), messages_seen=self.tally.seen, **values)
-            self.reporter.progress(done=self.tally.seen, seen=self.tally.seen, new=self.tally.new)
-        return complete
-
-    def _commit(self, outcome: ChunkOutcome) -> bool:
-        records = []
-        for meta in outcome.messages:
-            record = record_from_meta(meta)
-            if record is None:
-                self.tally.excluded += 1
-            else:
-                records.append(record)
-        warnings = [f"message {i} was deleted before it could be read; skipped" for i in outcome.gone]
-        warnings += [
-            f"message {i} could not be fetched ({reason}); the next scan retries it"
-            for i, reason in outcome.failed.items()
-        ]
-        if self.fetcher is not None:
-            warnings = self.fetcher.drain_warnings() + warnings
-        self.tally.skipped += len(outcome.failed)
-        with self.engine.begin() as conn:
-            result = count_batch(conn, records, source=Source.GMAIL_API, run_id=self.run_id)
-            self.tally.new += result.new
-            if self.retries_pending:
-                clear_retries(conn, [m.gmail_id for m in outcome.messages] + list(outcome.gone))
-            record_retries(conn, outcome.failed, run_id=self.run_id)
-            add_warnings(conn, self.run_id, warnings)
-            update_run(
-                conn,
-                self.run_id,
-                now=self.clock(),
-                messages_new=self.tally.new,
-                messages_skipped=self.tally.skipped,
-                messages_excluded=self.tally.excluded,
-            )
-        for text in warnings:
-            self.reporter.warning(text)
-        return not outcome.unfinished
+            values = {"resume_token": token} if self.mode == "full" and token else {}
+            update_run(conn, self.run_id, now=self.clock(), messages_seen=self.tally.seen, **values)
+        # Messages a thread fetch settled ahead of the listing are done too: one call may settle dozens.
+        ahead = len(self.settler.ahead) if self.settler is not None else 0
+        done = self.tally.seen + ahead
+        self.reporter.progress(done=done, seen=done, new=self.tally.new)
 
     def _warn(self, warnings: list[str]) -> None:
         if self.fetcher is not None:

@@ -1,0 +1,186 @@
+"""Settles listed Gmail ids: plans thread or message fetches, submits them, and commits each batch with its tallies.
+
+Owns what a batch means for the counts (new, excluded, gone, failed) and the run's `scan_settled` memory; it does
+not list, page, or decide the run's state — the scan does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from ingester.fetcher import ChunkOutcome, Fetcher, ThreadOutcome
+from ingester.gmail_records import record_from_meta
+from ingester.records import MailRecord
+from ingester.report import Reporter
+from ingester.scan_store import clear_retries, record_retries, settle, unknown_ids, unsettled_ids
+from ingester.scan_types import Tally
+from ingester.store import count_batch
+from ingester.threads import FetchPlan, ThreadWant, plan_fetches
+from shared.models import Source
+from shared.runs import add_warnings, update_run
+from shared.timeutil import Clock
+
+Listed = tuple[str, str | None]  # (Gmail id, thread id or None)
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    """The fetches in flight for one page: message batches and thread batches, in listing order."""
+
+    plan: FetchPlan
+    messages: list[Future[ChunkOutcome]]
+    threads: list[Future[ThreadOutcome]]
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What one fetched batch adds up to before it is committed."""
+
+    records: list[MailRecord]
+    settled: dict[str, str]
+    gone: list[str]
+    failed: dict[str, str]
+    fetched: list[str]
+    excluded: int = 0
+
+
+class Settler:
+    """Fetches and counts for one run; commits on the caller's thread, so commits never race each other."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        run_id: int,
+        fetcher: Fetcher,
+        tally: Tally,
+        reporter: Reporter,
+        clock: Clock,
+        retries_pending: bool,
+    ) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.fetcher = fetcher
+        self.tally = tally
+        self.reporter = reporter
+        self.clock = clock
+        self.retries_pending = retries_pending
+        # Listed ids settled before their own page is done (by a thread fetch), and messages a thread fetch counted
+        # before the listing reached them: progress counts them as done, so it moves when one call settles many.
+        self.ahead: set[str] = set()
+
+    def submit(self, due: Sequence[Listed], ahead: Sequence[Listed] = ()) -> Submitted:
+        """Plans and submits the fetches that settle every still-unknown id of `due` (see `plan_fetches`)."""
+        due_ids = [i for i, _ in due]
+        ahead_ids = [i for i, _ in ahead]
+        with self.engine.begin() as conn:
+            todo = set(unsettled_ids(conn, due_ids + ahead_ids, run_id=self.run_id))
+            if self.retries_pending:
+                counted = set(due_ids) - set(unknown_ids(conn, due_ids))
+                clear_retries(conn, counted)  # counted meanwhile (e.g. by an import)
+        plan = plan_fetches([p for p in due if p[0] in todo], [p for p in ahead if p[0] in todo])
+        return Submitted(
+            plan,
+            self.fetcher.fetch(plan.messages),
+            self.fetcher.fetch_threads([want.thread_id for want in plan.threads]),
+        )
+
+    def collect(self, submitted: Submitted) -> bool:
+        """Commits each batch as it completes; returns False when some ids were left unfetched (cancel)."""
+        complete = True
+        for outcome in (f.result() for f in submitted.messages):
+            self._commit(self._messages(outcome))
+            complete = complete and not outcome.unfinished
+        wants = {want.thread_id: want for want in submitted.plan.threads}
+        for thread_outcome in (f.result() for f in submitted.threads):
+            self._commit(self._threads(thread_outcome, wants))
+            complete = complete and not thread_outcome.unfinished
+        return complete
+
+    def passed(self, ids: Sequence[str]) -> None:
+        """The listing's settled head has moved past `ids`: they count as seen now, no longer as ahead."""
+        self.ahead.difference_update(ids)
+
+    # --- one batch -----------------------------------------------------------------------------------------
+    @staticmethod
+    def _messages(outcome: ChunkOutcome) -> _Batch:
+        batch = _Batch([], {}, list(outcome.gone), dict(outcome.failed), [m.gmail_id for m in outcome.messages])
+        for meta in outcome.messages:
+            record = record_from_meta(meta)
+            if record is None:
+                batch.excluded += 1
+                batch.settled[meta.gmail_id] = "excluded"
+            else:
+                batch.records.append(record)
+        return batch
+
+    def _threads(self, outcome: ThreadOutcome, wants: dict[str, ThreadWant]) -> _Batch:
+        """Counts the listed messages a thread settles, and any other unknown, countable member it carries.
+
+        Members never listed (Spam/Trash, or not listed yet) count only if countable: a later page then finds
+        them known. A listed message missing from its thread was deleted since listing, as a 404 would say.
+        """
+        batch = _Batch([], {}, [], {}, [])
+        extras: list[MailRecord] = []
+        for thread in outcome.threads:
+            wanted = set(wants[thread.thread_id].ids)
+            returned = set()
+            for meta in thread.messages:
+                returned.add(meta.gmail_id)
+                record = record_from_meta(meta)
+                if meta.gmail_id in wanted:
+                    batch.fetched.append(meta.gmail_id)
+                    if record is None:
+                        batch.excluded += 1
+                        batch.settled[meta.gmail_id] = "excluded"
+                    else:
+                        batch.records.append(record)
+                elif record is not None:
+                    extras.append(record)
+            batch.gone += [i for i in wants[thread.thread_id].ids if i not in returned]
+        for thread_id in outcome.gone:
+            batch.gone += wants[thread_id].ids
+        for thread_id, reason in outcome.failed.items():
+            batch.failed.update(dict.fromkeys(wants[thread_id].ids, reason))
+        if extras:
+            with self.engine.begin() as conn:
+                fresh = set(unsettled_ids(conn, [r.mail_id for r in extras], run_id=self.run_id))
+            batch.records += [r for r in extras if r.mail_id in fresh]
+        self.ahead.update(batch.fetched)
+        self.ahead.update(r.mail_id for r in batch.records)
+        self.ahead.update(batch.gone)
+        self.ahead.update(batch.failed)
+        return batch
+
+    def _commit(self, batch: _Batch) -> None:
+        warnings = [f"message {i} was deleted before it could be read; skipped" for i in batch.gone]
+        warnings += [
+            f"message {i} could not be fetched ({reason}); the next scan retries it"
+            for i, reason in batch.failed.items()
+        ]
+        warnings = self.fetcher.drain_warnings() + warnings
+        settled = batch.settled | dict.fromkeys(batch.gone, "gone") | dict.fromkeys(batch.failed, "failed")
+        self.tally.excluded += batch.excluded
+        self.tally.skipped += len(batch.failed)
+        with self.engine.begin() as conn:
+            result = count_batch(conn, batch.records, source=Source.GMAIL_API, run_id=self.run_id)
+            self.tally.new += result.new
+            if self.retries_pending:
+                clear_retries(conn, [r.mail_id for r in batch.records] + batch.fetched + batch.gone)
+            record_retries(conn, batch.failed, run_id=self.run_id)
+            settle(conn, settled, run_id=self.run_id)
+            add_warnings(conn, self.run_id, warnings)
+            update_run(
+                conn,
+                self.run_id,
+                now=self.clock(),
+                messages_new=self.tally.new,
+                messages_skipped=self.tally.skipped,
+                messages_excluded=self.tally.excluded,
+            )
+        for text in warnings:
+            self.reporter.warning(text)
