@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
-from tests.fakes.mailbox import Mailbox
+from tests.fakes.mailbox import SINGLES, ConversationMix, Mailbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +62,15 @@ class GoogleSetup:
 
 @contextmanager
 def fake_google(
-    tmp_path: Path, messages: int, *, quota: float | None = None, seed: int = 7, tokens: bool = True
+    tmp_path: Path,
+    messages: int,
+    *,
+    quota: float | None = None,
+    seed: int = 7,
+    tokens: bool = True,
+    mix: ConversationMix = SINGLES,
 ) -> Iterator[GoogleSetup]:
-    google = FakeGoogle(Mailbox.generate(messages, seed=seed), quota_units_per_sec=quota)
+    google = FakeGoogle(Mailbox.generate(messages, seed=seed, mix=mix), quota_units_per_sec=quota)
     with FakeGoogleServer(google) as server:
         setup = GoogleSetup(
             google, server, tmp_path / "credentials.json", tmp_path / "tokencache.json", tmp_path / "stats.db"

@@ -1,0 +1,166 @@
+"""Conversation mailboxes: `threads.get` through the real client libraries, and whole scans that stay exact."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from ingester.auth import GoogleAccess
+from tests.conftest import run_cli
+from tests.fakes.google import COSTS
+from tests.fakes.mailbox import MAILING_LISTS, TYPICAL, Mailbox
+from tests.fakes.takeout import write_takeout
+from tests.scan_support import GoogleSetup, fake_google, last_run, runs, sender_counts, wait_for
+
+
+def _units(g: GoogleSetup) -> int:
+    return sum(COSTS[name] * count for name, count in g.google.calls.items() if name in COSTS)
+
+
+def _multi(box: Mailbox, *, at_least: int) -> list[str]:
+    """Listed ids in threads of at least `at_least` messages, listing order."""
+    return [i for i in box.listed(include_spam_trash=False) if len(box.threads[box.messages[i].thread_id]) >= at_least]
+
+
+def _rows(db: Path) -> tuple[int, int]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT count(*), count(DISTINCT mail_id) FROM seen_mails WHERE counted = 1").fetchone()
+    conn.close()
+    return int(rows[0]), int(rows[1])
+
+
+def test_threads_get_with_the_real_client(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 600, mix=MAILING_LISTS) as g:
+        box = g.google.mailbox
+        access = GoogleAccess(
+            credentials_path=g.credentials,
+            tokens_path=g.tokens,
+            oauth_bind="127.0.0.1",
+            oauth_port=0,
+            auth_timeout=1,
+            api_endpoint=g.server.base_url,
+            note=lambda text: None,
+        )
+        client = access.connect(on_consent_url=lambda url: None, cancel=threading.Event())()
+        try:
+            page = client.list_messages(page_token=None)
+            assert page.thread_ids == tuple(box.messages[i].thread_id for i in page.ids)
+            long = max(box.threads, key=lambda t: len(box.threads[t]))
+            g.google.faults.deleted.add(box.threads[long][0])
+            result = client.get_threads([long, "ffff0000", long])
+        finally:
+            client.close()
+        assert g.google.calls["batch"] == 1 and g.google.calls["thread"] == 2
+        assert result.failures["ffff0000"].status == 404
+        (thread,) = result.threads
+        assert [m.gmail_id for m in thread.messages] == box.threads[long][1:]  # deleted one is gone, oldest first
+        first = box.messages[box.threads[long][1]]
+        assert thread.messages[0].label_ids == first.label_ids
+        assert {name for name, _ in thread.messages[0].headers} <= {"From", "Date", "Message-ID", "List-Unsubscribe"}
+
+
+def test_conversations_are_counted_exactly_for_fewer_units(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 3000, mix=TYPICAL) as g:
+        box = g.google.mailbox
+        listed = len(box.listed(include_spam_trash=False))
+        assert any(m.excluded for t in box.threads.values() for m in map(box.messages.get, t) if m and len(t) > 2)
+        result = g.scan()
+        assert result.returncode == 0, result.stderr
+        run = runs(g.db)[-1]
+        assert (run["outcome"], run["messages_seen"], run["messages_new"]) == ("complete", listed, listed)
+        assert run["messages_excluded"] == 0  # Spam/Trash inside fetched threads: never listed, never counted
+        assert sender_counts(g.db) == box.expected_counts() and _rows(g.db) == (listed, listed)
+        assert g.google.calls["thread"] > 100 and _units(g) < 4.2 * listed
+        # A message arriving in an old conversation comes through the history feed, once.
+        arrivals = box.add(40)
+        again = g.scan()
+        assert again.returncode == 0, again.stderr
+        assert runs(g.db)[-1]["messages_new"] == sum(not m.excluded for m in arrivals)
+        assert sender_counts(g.db) == box.expected_counts()
+
+
+def test_storms_5xx_deletions_and_moves_inside_threads(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 1500, mix=MAILING_LISTS) as g:
+        box, faults = g.google.mailbox, g.google.faults
+        in_threads = _multi(box, at_least=4)
+        gone, trashed = set(in_threads[3:9]), set(in_threads[20:27])
+        faults.deleted.update(gone)
+        faults.trashed.update(trashed)  # moved to Trash between list and get: excluded, as today
+        faults.storm_429_rate = 0.15
+        faults.error_5xx_rate = 0.1
+        faults.drop_batch_rate = 0.05
+        result = g.scan("--verbose", GMAIL_STATS_RETRY_ATTEMPTS="15")
+        assert result.returncode == 0, result.stderr
+        run = runs(g.db)[-1]
+        assert (run["state"], run["outcome"], run["messages_excluded"]) == ("done", "complete", len(trashed))
+        assert "was deleted before it could be read" in result.stderr
+        expected = box.expected_counts()
+        for gmail_id in gone | trashed:
+            expected[box.messages[gmail_id].sender_key] -= 1
+        assert sender_counts(g.db) == {k: v for k, v in expected.items() if v}
+        listed = len(box.listed(include_spam_trash=False))
+        assert _rows(g.db) == (listed - len(gone | trashed),) * 2
+        assert g.google.calls["thread"] > 0
+
+
+def test_after_a_takeout_import_known_messages_are_not_fetched_again(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 1200, mix=TYPICAL) as g:
+        box = g.google.mailbox
+        oldest = [box.messages[i] for i in box.order[-600:]]
+        # Half carry their Gmail id in the postmark, half are matched only by Message-ID after fetching.
+        write_takeout(tmp_path / "mail.mbox", [(m, i % 2 == 0 or m.message_id is None) for i, m in enumerate(oldest)])
+        imported = run_cli("import", tmp_path / "mail.mbox", "--db", g.db)
+        assert imported.returncode == 0, imported.stderr
+        result = g.scan()
+        assert result.returncode == 0, result.stderr
+        assert sender_counts(g.db) == box.expected_counts()
+        scan, mbox = (next(r for r in runs(g.db) if r["source"] == s) for s in ("gmail_api", "mbox"))
+        listed = len(box.listed(include_spam_trash=False))
+        assert int(scan["messages_new"]) + int(mbox["messages_new"]) == listed  # type: ignore[call-overload]
+        assert json.loads(str(scan["warnings_tail"])) == []
+
+
+@pytest.mark.slow
+def test_kill_9_mid_thread_then_resume_is_exact_and_excluded_counts_once(tmp_path: Path) -> None:
+    quota = "500"  # both sides, so the scan lasts long enough to be killed mid-page
+    with fake_google(tmp_path, 3000, quota=float(quota), mix=MAILING_LISTS) as g:
+        box = g.google.mailbox
+        listed = box.listed(include_spam_trash=False)
+        trashed = set(listed[::9])  # in every page and many threads: excluded when fetched
+        g.google.faults.trashed.update(trashed)
+        process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC=quota)
+
+        def midway() -> object:
+            run = last_run(g.db)
+            if run and run["resume_token"] and int(run["messages_new"]) >= 900:  # type: ignore[call-overload]
+                return run
+            return None
+
+        try:
+            run = wait_for(midway, timeout=120, what="a resume token and 900 messages")
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        killed = runs(g.db)[-1]
+        assert killed["state"] == "running" and int(killed["messages_new"]) < len(listed) - len(trashed)  # type: ignore[call-overload]
+        g.google.bucket = None
+        result = g.scan("--resume", str(run["run_id"]))  # type: ignore[index]
+        assert result.returncode == 0, result.stderr
+        final = runs(g.db)
+        assert len(final) == 1 and (final[0]["state"], final[0]["outcome"]) == ("done", "complete")
+        assert (final[0]["messages_seen"], final[0]["messages_new"], final[0]["messages_excluded"]) == (
+            len(listed),
+            len(listed) - len(trashed),
+            len(trashed),
+        )
+        expected = box.expected_counts()
+        for gmail_id in trashed:
+            expected[box.messages[gmail_id].sender_key] -= 1
+        assert sender_counts(g.db) == {k: v for k, v in expected.items() if v}
+        with sqlite3.connect(g.db) as conn:
+            assert conn.execute("SELECT count(*) FROM scan_settled").fetchone()[0] == 0
+        conn.close()
