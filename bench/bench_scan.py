@@ -3,8 +3,11 @@
 1. At Gmail's quota: the fake enforces 250 units/s, the scan paces at its default 250; 5,000 messages.
 2. The client's own ceiling: no quota on either side.
 3. A re-scan of an unchanged 20,000-message mailbox: API calls and seconds.
+4. Conversations at Gmail's quota (250 units/s both sides): all single-message threads, the issue-12 mix (55 %
+   single, the rest averaging 3.5) and a mailing-list-heavy mix; messages/s and quota units per message.
 
-Run: `.venv/bin/python -m bench scan` (add `--quick` for smaller mailboxes). Exactness is checked each time.
+Run: `.venv/bin/python -m bench scan` (add `--quick` for smaller mailboxes, `--write-readme` to put the conversation
+table into bench/README.md). Exactness is checked each time.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.readme import replace_between_markers
 from ingester.auth import GoogleAccess
 from ingester.report import QuietReporter
 from ingester.scan import run_scan
 from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
 from ingester.session import ingest_session
 from shared.timeutil import system_clock
+from tests.fakes.google import COSTS
+from tests.fakes.mailbox import MIXES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,13 +57,13 @@ class Fake:
         self.process.communicate(timeout=30)
 
 
-def start_fake(folder: Path, messages: int, quota: float | None) -> Fake:
+def start_fake(folder: Path, messages: int, quota: float | None, mix: str = "singles") -> Fake:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     credentials, tokens = folder / "credentials.json", folder / "tokens.json"
     argv = [sys.executable, "-m", "tests.fakes.google", "--port", str(port), "--messages", str(messages)]
-    argv += ["--write-credentials", str(credentials), "--write-tokens", str(tokens)]
+    argv += ["--write-credentials", str(credentials), "--write-tokens", str(tokens), "--mix", mix]
     if quota is not None:
         argv += ["--quota", str(quota)]
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -135,11 +141,55 @@ def case(
                 before = fake.stats()
                 again, seconds = scan(fake, db, units=units, workers=workers)
                 after = fake.stats()
-                calls = sum(after.get(k, 0) - before.get(k, 0) for k in ("profile", "list", "get", "history"))
+                calls = sum(after.get(k, 0) - before.get(k, 0) for k in COSTS)
                 row |= {"rescan_calls": calls, "rescan_seconds": round(seconds, 2), "rescan_new": again.messages_new}
             return row
         finally:
             fake.stop()
+
+
+def conversations(mix: str, *, messages: int) -> dict[str, object]:
+    """One first scan at 250 units/s on both sides of a mailbox with conversation mix `mix`."""
+    with tempfile.TemporaryDirectory() as folder:
+        fake = start_fake(Path(folder), messages, 250, mix)
+        try:
+            db = Path(folder) / "stats.db"
+            result, elapsed = scan(fake, db, units=250, workers=3)
+            stats = fake.stats()
+        finally:
+            fake.stop()
+        total, rows = counted(db)
+        units = sum(COSTS[name] * stats.get(name, 0) for name in COSTS)
+        return {
+            "case": f"conversations: {mix}",
+            "mean_thread": MIXES[mix].single_share + (1 - MIXES[mix].single_share) * MIXES[mix].mean_rest,
+            "messages": result.messages_new,
+            "seconds": round(elapsed, 2),
+            "messages_per_s": round(result.messages_new / elapsed, 1),
+            "units_per_message": round(units / max(1, result.messages_new), 2),
+            "threads_get": stats.get("thread", 0),
+            "messages_get": stats.get("get", 0),
+            "exact": total == rows == result.messages_new == result.messages_seen,
+            "retries": warnings(db),
+        }
+
+
+def conversation_table(rows: list[dict[str, object]], *, command: str) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = [
+        f"Measured {stamp} with `{command}` (fake and scan both at 250 units/s, 3 workers).",
+        "",
+        "| mailbox | mean messages per conversation | messages counted | seconds | messages/s | units/message"
+        " | threads.get | messages.get | retries | exact |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {str(row['case']).removeprefix('conversations: ')} | {row['mean_thread']:.2f} | {row['messages']:,}"
+            f" | {row['seconds']} | **{row['messages_per_s']}** | {row['units_per_message']} | {row['threads_get']:,}"
+            f" | {row['messages_get']:,} | {row['retries']} | {'yes' if row['exact'] else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def peer_baseline(messages: int) -> dict[str, object]:
@@ -179,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller mailboxes")
     parser.add_argument("--workers", type=int, default=3)
-    parser.add_argument("--only", choices=("quota", "ceiling", "rescan", "peer"))
+    parser.add_argument("--only", choices=("quota", "ceiling", "rescan", "peer", "conversations"))
+    parser.add_argument("--write-readme", action="store_true", help="write the conversation table to bench/README.md")
     args = parser.parse_args(argv)
     small = args.quick
     cases: dict[str, Callable[[], dict[str, object]]] = {
@@ -203,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     for key, run in cases.items():
         if args.only in (None, key):
             print(json.dumps(run()), flush=True)
+    if args.only in (None, "conversations"):
+        rows = []
+        for mix in ("singles", "typical", "lists"):
+            rows.append(conversations(mix, messages=1500 if small else 5000))
+            print(json.dumps(rows[-1]), flush=True)
+        if args.write_readme:
+            command = "python -m bench scan --only conversations" + (" --quick" if small else "")
+            replace_between_markers(
+                ROOT / "bench" / "README.md", "scan-threads", conversation_table(rows, command=command)
+            )
+        if not all(row["exact"] for row in rows):
+            return 1
     return 0
 
 
