@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from ingester.auth import GoogleAccess
+from ingester.scan import run_scan
+from ingester.scan_types import ScanRequest, ScanTuning
+from ingester.session import ingest_session
+from shared.timeutil import system_clock
 from tests.conftest import run_cli
 from tests.fakes.google import COSTS
 from tests.fakes.mailbox import MAILING_LISTS, TYPICAL, Mailbox
@@ -26,6 +30,18 @@ def _multi(box: Mailbox, *, at_least: int) -> list[str]:
     return [i for i in box.listed(include_spam_trash=False) if len(box.threads[box.messages[i].thread_id]) >= at_least]
 
 
+def _access(g: GoogleSetup) -> GoogleAccess:
+    return GoogleAccess(
+        credentials_path=g.credentials,
+        tokens_path=g.tokens,
+        oauth_bind="127.0.0.1",
+        oauth_port=0,
+        auth_timeout=1,
+        api_endpoint=g.server.base_url,
+        note=lambda text: None,
+    )
+
+
 def _rows(db: Path) -> tuple[int, int]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT count(*), count(DISTINCT mail_id) FROM seen_mails WHERE counted = 1").fetchone()
@@ -36,15 +52,7 @@ def _rows(db: Path) -> tuple[int, int]:
 def test_threads_get_with_the_real_client(tmp_path: Path) -> None:
     with fake_google(tmp_path, 600, mix=MAILING_LISTS) as g:
         box = g.google.mailbox
-        access = GoogleAccess(
-            credentials_path=g.credentials,
-            tokens_path=g.tokens,
-            oauth_bind="127.0.0.1",
-            oauth_port=0,
-            auth_timeout=1,
-            api_endpoint=g.server.base_url,
-            note=lambda text: None,
-        )
+        access = _access(g)
         client = access.connect(on_consent_url=lambda url: None, cancel=threading.Event())()
         try:
             page = client.list_messages(page_token=None)
@@ -164,3 +172,51 @@ def test_kill_9_mid_thread_then_resume_is_exact_and_excluded_counts_once(tmp_pat
         with sqlite3.connect(g.db) as conn:
             assert conn.execute("SELECT count(*) FROM scan_settled").fetchone()[0] == 0
         conn.close()
+
+
+class _Recorder:
+    """A `Reporter` that keeps every progress report (a real implementation of the seam, not a mock)."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[int, int, int]] = []
+        self.total: int | None = None
+
+    def start(self, *, description: str, total: int | None, done: int) -> None:
+        self.total = total
+
+    def progress(self, *, done: int, seen: int, new: int) -> None:
+        self.reports.append((done, seen, new))
+
+    def note(self, text: str) -> None:
+        pass
+
+    def warning(self, text: str) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def test_progress_counts_messages_settled_not_calls(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 4000, mix=MAILING_LISTS) as g:
+        access = _access(g)
+        recorder = _Recorder()
+        with ingest_session(g.db, clock=system_clock) as engine:
+            result = run_scan(
+                engine=engine,
+                request=ScanRequest(),
+                access=access,
+                tuning=ScanTuning(units_per_second=1e6),
+                reporter=recorder,
+                cancel=threading.Event(),
+                clock=system_clock,
+                on_consent_url=lambda url: None,
+            )
+        listed = len(g.google.mailbox.listed(include_spam_trash=False))
+        assert result.messages_new == listed and recorder.total == 4000
+        done = [d for d, _, _ in recorder.reports]
+        assert done == sorted(done) and done[-1] == listed
+        assert all(new <= d for d, _, new in recorder.reports)  # never more counted than shown as done
+        # Long conversations settle messages of later pages early, and the bar shows them at once.
+        pages = [min(500 * (i + 1), listed) for i in range(len(done))]
+        assert any(d > page for d, page in zip(done, pages, strict=True))
