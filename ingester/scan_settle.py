@@ -139,7 +139,8 @@ class Settler:
                         batch.settled[meta.gmail_id] = "excluded"
                     else:
                         batch.records.append(record)
-                elif record is not None:
+                elif record is not None and "DRAFT" not in meta.label_ids:
+                    # A draft is counted only if the listing shows it, as before threads: it comes by its own page.
                     extras.append(record)
             batch.gone += [i for i in wants[thread.thread_id].ids if i not in returned]
         for thread_id in outcome.gone:
