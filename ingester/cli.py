@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError
 
 from ingester.importer import ImportRequest, check_mbox_path, run_import
+from ingester.lifecycle import RunResult
 from ingester.report import make_reporter
 from ingester.session import ingest_session
 from ingester.settings import IngesterSettings
@@ -142,14 +143,14 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
             clock=system_clock,
             parse_workers=settings.effective_parse_workers(),
         )
-    summary = (
-        f"run {result.run_id} {result.state}: {result.messages_seen:,} messages read, {result.messages_new:,} new, "
-        f"{result.messages_excluded:,} excluded (spam/trash/chat), {result.messages_skipped:,} skipped"
-    )
+    return _report(result, quiet=args.quiet)
+
+
+def _report(result: RunResult, *, quiet: bool) -> int:
     if result.state == RunState.CANCELLED:
-        print(f"cancelled; resume with: {result.resume_hint(request.path)}", file=sys.stderr, flush=True)
-    if not args.quiet:
-        print(summary, file=sys.stderr)
+        print(f"cancelled; resume with: {result.resume_command}", file=sys.stderr, flush=True)
+    if not quiet:
+        print(result.summary(), file=sys.stderr)
     return EXIT_OK
 
 
@@ -162,10 +163,10 @@ def _print_consent_url(url: str) -> None:
 
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
-    from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
+    from ingester.backfill import BackfillRequest, run_backfill
     from ingester.pacing import RetryPolicy
     from ingester.scan import run_scan
-    from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
+    from ingester.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
     access = GoogleAccess(
@@ -184,7 +185,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
     )
     cancel = threading.Event()
-    result: ScanResult | BackfillResult
+    result: RunResult
     with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
         if args.backfill_message_ids:
             result = run_backfill(
@@ -208,11 +209,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 clock=system_clock,
                 on_consent_url=_print_consent_url,
             )
-    if result.state == RunState.CANCELLED:
-        print(f"cancelled; resume with: {result.resume_hint()}", file=sys.stderr, flush=True)
-    if not args.quiet:
-        print(result.summary(), file=sys.stderr)
-    return EXIT_OK
+    return _report(result, quiet=args.quiet)
 
 
 def _open_for_reading(settings: IngesterSettings) -> Any:

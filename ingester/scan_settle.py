@@ -10,19 +10,14 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from sqlalchemy import Engine
-
 from ingester.fetcher import ChunkOutcome, Fetcher, ThreadOutcome
 from ingester.gmail_records import record_from_meta
+from ingester.lifecycle import RunLifecycle
 from ingester.records import MailRecord
-from ingester.report import Reporter
 from ingester.scan_store import clear_retries, record_retries, settle, unknown_ids, unsettled_ids
-from ingester.scan_types import Tally
 from ingester.store import count_batch
 from ingester.threads import FetchPlan, ThreadWant, plan_fetches
 from shared.models import Source
-from shared.runs import add_warnings, update_run
-from shared.timeutil import Clock
 
 Listed = tuple[str, str | None]  # (Gmail id, thread id or None)
 
@@ -51,23 +46,11 @@ class _Batch:
 class Settler:
     """Fetches and counts for one run; commits on the caller's thread, so commits never race each other."""
 
-    def __init__(
-        self,
-        *,
-        engine: Engine,
-        run_id: int,
-        fetcher: Fetcher,
-        tally: Tally,
-        reporter: Reporter,
-        clock: Clock,
-        retries_pending: bool,
-    ) -> None:
-        self.engine = engine
-        self.run_id = run_id
+    def __init__(self, *, life: RunLifecycle, fetcher: Fetcher, retries_pending: bool) -> None:
+        self.life = life
+        self.engine = life.engine
+        self.run_id = life.run_id
         self.fetcher = fetcher
-        self.tally = tally
-        self.reporter = reporter
-        self.clock = clock
         self.retries_pending = retries_pending
         # Listed ids settled before their own page is done (by a thread fetch), and messages a thread fetch counted
         # before the listing reached them: progress counts them as done, so it moves when one call settles many.
@@ -165,23 +148,12 @@ class Settler:
         ]
         warnings = self.fetcher.drain_warnings() + warnings
         settled = batch.settled | dict.fromkeys(batch.gone, "gone") | dict.fromkeys(batch.failed, "failed")
-        self.tally.excluded += batch.excluded
-        self.tally.skipped += len(batch.failed)
-        with self.engine.begin() as conn:
-            result = count_batch(conn, batch.records, source=Source.GMAIL_API, run_id=self.run_id)
-            self.tally.new += result.new
+        tally = self.life.tally
+        tally.excluded += batch.excluded
+        tally.skipped += len(batch.failed)
+        with self.life.batch(warnings) as conn:
+            tally.new += count_batch(conn, batch.records, source=Source.GMAIL_API, run_id=self.run_id).new
             if self.retries_pending:
                 clear_retries(conn, [r.mail_id for r in batch.records] + batch.fetched + batch.gone)
             record_retries(conn, batch.failed, run_id=self.run_id)
             settle(conn, settled, run_id=self.run_id)
-            add_warnings(conn, self.run_id, warnings)
-            update_run(
-                conn,
-                self.run_id,
-                now=self.clock(),
-                messages_new=self.tally.new,
-                messages_skipped=self.tally.skipped,
-                messages_excluded=self.tally.excluded,
-            )
-        for text in warnings:
-            self.reporter.warning(text)

@@ -28,9 +28,10 @@ def writer_engine(db_path: Path) -> Engine:
     """
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
+        return sqlite3.connect(str(db_path), isolation_level=None)
 
-    # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
+    # One connection for the engine's life (reconnecting per transaction would checkpoint on every close), and
+    # sqlite3's own thread check left on: an engine belongs to the thread that uses it (see ingester.heartbeat).
     engine = create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")

@@ -52,9 +52,10 @@ class InputFileError(GmailStatsError):
 
 
 class RunNotFoundError(GmailStatsError):
-    """A run id given on the command line does not exist or cannot be resumed this way."""
+    """A run id given on the command line does not exist or cannot be resumed this way; nothing was done."""
 
     kind = "bad_resume"
+    exit_code = 2
 
 
 class GmailAuthError(GmailStatsError):

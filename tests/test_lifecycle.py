@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -163,7 +164,10 @@ def test_second_signal_aborts_at_once(big_mbox: tuple[Path, dict[str, int]], tmp
 def test_resume_of_a_changed_file_restarts_and_stays_exact(tmp_path: Path, db_path: Path) -> None:
     mbox = tmp_path / "a.mbox"
     write_mbox(mbox, generate_messages(count=50, body_bytes=100))
-    first = import_file(db_path, mbox)
+    stop = threading.Event()
+    stop.set()  # a Ctrl-C right away: the run ends cancelled after its first batch
+    first = import_file(db_path, mbox, cancel=stop)
+    assert first.state == "cancelled"
     expected = write_mbox(mbox, generate_messages(count=80, body_bytes=100))  # Takeout wrote a new export
     again = import_file(db_path, mbox, resume_run_id=first.run_id)
     assert again.run_id == first.run_id
@@ -177,4 +181,4 @@ def test_resume_of_unknown_or_wrong_run(tmp_path: Path, db_path: Path) -> None:
     mbox = tmp_path / "a.mbox"
     write_mbox(mbox, generate_messages(count=2, body_bytes=10))
     result = run_cli("import", mbox, "--resume", "42", "--db", db_path)
-    assert (result.returncode, result.stderr.strip()) == (1, "gmail-stats: there is no run 42; see `gmail-stats runs`")
+    assert (result.returncode, result.stderr.strip()) == (2, "gmail-stats: there is no run 42; see `gmail-stats runs`")
