@@ -88,7 +88,7 @@ class _Scanner:
         with self.engine.begin() as conn:
             history_id = None if self.request.full else get_sync_state(conn, HISTORY_ID_KEY)
             retry_ids = pending_retries(conn)
-            forget_settled(conn, keep_run_id=life.run_id)
+            forget_settled(conn)  # of runs that ended; a cancelled or failed one may still be resumed
         pacer = QuotaPacer(self.tuning.units_per_second, monotonic=time.monotonic, wait=self.cancel.wait)
         fetcher = Fetcher(
             factory, pacer=pacer, policy=self.tuning.retry, workers=self.tuning.workers, cancel=self.cancel
@@ -118,7 +118,7 @@ class _Scanner:
             left = pending_retries(conn)
             set_sync_state(conn, HISTORY_ID_KEY, start_history_id)
             delete_sync_state(conn, PENDING_HISTORY_ID_KEY)
-            forget_settled(conn, keep_run_id=None)
+            forget_settled(conn, run_id=life.run_id)
             life.finish(conn, cancelled=False, partial=bool(left))
 
     def _list(self, fetcher: Fetcher, token: str | None) -> IdPage:

@@ -53,9 +53,14 @@ def settle(conn: Connection, outcomes: Mapping[str, str], *, run_id: int) -> Non
         )
 
 
-def forget_settled(conn: Connection, *, keep_run_id: int | None) -> None:
-    """Drops the settled ids of every run but `keep_run_id` (a finished or abandoned run needs none)."""
-    conn.exec_driver_sql("DELETE FROM scan_settled WHERE run_id IS NOT ?", (keep_run_id,))
+def forget_settled(conn: Connection, *, run_id: int | None = None) -> None:
+    """Drops the settled ids of run `run_id` (at its end), or of every run that can no longer be resumed."""
+    if run_id is not None:
+        conn.exec_driver_sql("DELETE FROM scan_settled WHERE run_id = ?", (run_id,))
+        return
+    conn.exec_driver_sql(
+        "DELETE FROM scan_settled WHERE run_id NOT IN (SELECT run_id FROM ingest_runs WHERE state != 'done')"
+    )
 
 
 def get_sync_state(conn: Connection, key: str) -> str | None:
