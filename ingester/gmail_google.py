@@ -181,6 +181,8 @@ class GoogleGmailClient:
         except GmailApiError as exc:
             if exc.status == 404:  # developers.google.com/gmail/api/guides/sync: start id too old
                 raise GmailApiError(str(exc), kind="history_expired", status=404) from exc
+            if page_token is not None and exc.status == 400:
+                raise GmailApiError(str(exc), kind="bad_page_token", status=400) from exc
             raise
         ids: dict[str, str] = {}
         for record in data.get("history") or ():

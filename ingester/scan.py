@@ -42,6 +42,9 @@ from shared.errors import GmailApiError
 from shared.models import Source
 from shared.timeutil import Clock
 
+# A history run's resume token: this prefix, the feed's start history id, ":", the next history.list page token.
+HISTORY_TOKEN = "history:"
+
 
 class _Scanner:
     def __init__(
@@ -61,6 +64,7 @@ class _Scanner:
         self.cancel = life.cancel
         self.on_consent_url = on_consent_url
         self.mode = "full"
+        self.history_start = ""
         self.fetcher: Fetcher | None = None
         self.settler: Settler | None = None
 
@@ -107,10 +111,13 @@ class _Scanner:
             life.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=life.tally.seen)
             if retry_ids and not settler.collect(settler.submit([(i, None) for i in retry_ids])):
                 raise FetchCancelled()
-            if resume_token is not None or history_id is None:
+            if resume_token is not None and resume_token.startswith(HISTORY_TOKEN):
+                start, _, page_token = resume_token.removeprefix(HISTORY_TOKEN).partition(":")
+                self._incremental(fetcher, settler, start, page_token)
+            elif resume_token is not None or history_id is None:
                 self._full(fetcher, settler, resume_token)
             else:
-                self._incremental(fetcher, settler, history_id)
+                self._incremental(fetcher, settler, history_id, None)
         finally:
             fetcher.close()
             self._warn([])
@@ -140,14 +147,21 @@ class _Scanner:
             page_done=self._page_done,
         )
 
-    def _incremental(self, fetcher: Fetcher, settler: Settler, start: str) -> None:
+    def _incremental(self, fetcher: Fetcher, settler: Settler, start: str, token: str | None) -> None:
         self.mode = "history"
+        self.history_start = start
 
-        def history(token: str | None) -> IdPage:
-            return fetcher.call(COST_HISTORY_LIST, _history_page(start, token), what="history.list")
+        def history(page_token: str | None) -> IdPage:
+            return fetcher.call(COST_HISTORY_LIST, _history_page(start, page_token), what="history.list")
 
         try:
-            walk_pages(history(None), history, settler=settler, cancel=self.cancel, page_done=self._page_done)
+            try:
+                first = history(token)
+            except GmailApiError as exc:
+                if exc.kind != "bad_page_token":
+                    raise
+                first = history(None)  # an expired resume token: replay the feed, dedupe keeps counts exact
+            walk_pages(first, history, settler=settler, cancel=self.cancel, page_done=self._page_done)
         except GmailApiError as exc:
             if exc.kind != "history_expired":
                 raise
@@ -159,7 +173,11 @@ class _Scanner:
         tally = self.life.tally
         tally.seen += len(page.ids)
         token = page.next_page_token
-        values = {"resume_token": token} if self.mode == "full" and token else {}
+        values: dict[str, str] = {}
+        if token and self.mode == "full":
+            values["resume_token"] = token
+        elif token:  # a resumed history run goes on from this page of the same feed, not from its start
+            values["resume_token"] = f"{HISTORY_TOKEN}{self.history_start}:{token}"
         with self.life.batch(**values):
             pass
         # Messages a thread fetch settled ahead of the listing are done too: one call may settle dozens.

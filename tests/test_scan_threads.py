@@ -15,7 +15,7 @@ from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.session import ingest_session
 from shared.timeutil import system_clock
 from tests.conftest import run_cli
-from tests.fakes.google import COSTS
+from tests.fakes.google import COSTS, TokenBucket
 from tests.fakes.mailbox import MAILING_LISTS, TYPICAL, Mailbox
 from tests.fakes.takeout import write_takeout
 from tests.scan_support import GoogleSetup, fake_google, last_run, runs, sender_counts, wait_for
@@ -220,3 +220,38 @@ def test_progress_counts_messages_settled_not_calls(tmp_path: Path) -> None:
         # Long conversations settle messages of later pages early, and the bar shows them at once.
         pages = [min(500 * (i + 1), listed) for i in range(len(done))]
         assert any(d > page for d, page in zip(done, pages, strict=True))
+
+
+@pytest.mark.slow
+def test_kill_9_mid_history_scan_then_resume_goes_on_from_its_page(tmp_path: Path) -> None:
+    quota = "500"
+    with fake_google(tmp_path, 300, mix=TYPICAL) as g:
+        assert g.scan().returncode == 0
+        box = g.google.mailbox
+        arrivals = box.add(3000)  # six pages of history, Spam and Trash included (the feed lists them)
+        g.google.bucket = TokenBucket(float(quota), float(quota))
+        process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC=quota)
+
+        def midway() -> object:
+            run = last_run(g.db)
+            return run if run and int(str(run["messages_seen"])) >= 1000 else None
+
+        try:
+            run = wait_for(midway, timeout=120, what="two pages of history done")
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        killed = runs(g.db)[-1]
+        assert killed["state"] == "running" and int(str(killed["messages_seen"])) < len(arrivals)
+        g.google.bucket = None
+        result = g.scan("--resume", str(run["run_id"]))  # type: ignore[index]
+        assert result.returncode == 0, result.stderr
+        final = runs(g.db)[-1]
+        excluded = sum(m.excluded for m in arrivals)
+        assert (final["state"], final["outcome"]) == ("done", "complete")
+        assert (final["messages_seen"], final["messages_new"], final["messages_excluded"]) == (
+            len(arrivals),
+            len(arrivals) - excluded,
+            excluded,
+        )
+        assert sender_counts(g.db) == box.expected_counts()
