@@ -78,6 +78,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         first = exc.errors()[0] if exc.errors() else {}
+        if tuple(first.get("loc", ())) == ("body", "source"):
+            # The same kind the page has always seen for an unknown source, now that the schema lists them.
+            return JSONResponse(error_body("bad_source", "source must be `mbox` or `gmail_api`"), status_code=422)
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         message = f"{where}: {first.get('msg', 'invalid value')}" if where else str(first.get("msg", "invalid request"))
         return JSONResponse(error_body("bad_request", message), status_code=422)

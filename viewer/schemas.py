@@ -5,6 +5,8 @@ Routes build these from the query dataclasses; nothing here reads the database o
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # SQLite integers are signed 64-bit: anything larger cannot name a row and must not reach the driver.
@@ -16,7 +18,7 @@ class LaunchBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    source: str = Field(max_length=32)
+    source: Literal["mbox", "gmail_api"] = Field(description="`mbox` imports `path`; `gmail_api` scans")
     path: str | None = Field(default=None, max_length=4096)
     resume_run_id: int | None = Field(default=None, ge=1, le=MAX_ID)
 
