@@ -20,6 +20,18 @@ def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
     return Path(f"{db_path}-wal"), Path(f"{db_path}-shm")
 
 
+def create_private(path: Path) -> None:
+    """Creates `path` empty and owner-only (0600) unless it exists: mail metadata is nobody else's business.
+
+    SQLite gives `-wal`/`-shm` the database file's mode, so they follow; a zero-byte file is an empty database.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 def writer_engine(db_path: Path) -> Engine:
     """One connection in autocommit mode at the driver, with explicit `BEGIN IMMEDIATE` for every transaction.
 
@@ -28,6 +40,7 @@ def writer_engine(db_path: Path) -> Engine:
     """
 
     def connect() -> sqlite3.Connection:
+        create_private(db_path)
         return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
 
     # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
@@ -98,5 +111,4 @@ def close_writer_keeping_sidecars(engine: Engine, db_path: Path) -> None:
     engine.dispose()
     for sidecar in sidecar_paths(db_path):
         if not sidecar.exists():
-            fd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            os.close(fd)
+            create_private(sidecar)

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from shared.errors import GmailStatsError
 from viewer.app import create_app
+from viewer.server import server_config
 from viewer.settings import ViewerSettings
 
 
@@ -45,14 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(settings)
     except GmailStatsError as exc:
         parser.exit(exc.exit_code, f"gmail-stats-viewer: {exc}\n")
-    uvicorn.run(
-        app,
-        host=settings.viewer_host,
-        port=settings.viewer_port,
-        proxy_headers=False,
-        server_header=False,
-        log_level="info",
-    )
+    uvicorn.Server(server_config(app, host=settings.viewer_host, port=settings.viewer_port)).run()
     return 0
 
 

@@ -75,16 +75,17 @@ def _json(model: SendersOut | StatusOut) -> bytes:
 
 @router.get("/summary")
 def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
-    senders: list[SenderRow] = []
+    now = int(clock())
     if database.exists():
         with database.connect() as conn:
             if database.require_ready(conn).state is DbState.READY:
                 senders = all_senders(conn)
-    return SummaryOut(
-        total_messages=sum(s.mails_sent for s in senders),
-        senders=[_sender(s) for s in senders],
-        generated_at_unix=int(clock()),
-    )
+                return SummaryOut(
+                    total_messages=sum(s.mails_sent for s in senders),
+                    senders=[_sender(s) for s in senders],
+                    generated_at_unix=now,
+                )
+    return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
 
 
 @router.get("/senders", response_model=SendersOut)
@@ -164,7 +165,8 @@ def status(
 
     def compute() -> StatusOut:
         state = DbState.MISSING
-        active = last = None
+        active = None
+        active_out = last_out = None
         mixed, unrepaired = False, 0
         if database.exists():
             with database.connect() as conn:
@@ -175,14 +177,17 @@ def status(
                     active = open_run(conn) if lock_held else None
                     recent = list_runs(conn, limit=2)
                     last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
+                    # Built inside the block: a malformed row is a 503 `db_unreadable`, not a 500.
+                    active_out = _run_out(active, control) if active is not None else None
+                    last_out = _run_out(last, control) if last is not None else None
                 if snap.mix is not None:
                     mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
         progress = rates.observe(active)
         return StatusOut(
             db=str(state),
             ingest_lock_held=lock_held,
-            active_run=_run_out(active, control) if active is not None else None,
-            last_run=_run_out(last, control) if last is not None else None,
+            active_run=active_out,
+            last_run=last_out,
             owns_active_run=control.owns(active) is not None,
             mixed_sources=mixed,
             unrepaired_count=unrepaired,

@@ -1,6 +1,6 @@
 """HTTP errors: one `ApiError` type, the `{"error": kind, "message": text}` body, and the handlers that use it.
 
-The translation of SQLite's exceptions into `ApiError` happens here and nowhere else.
+The translation of SQLite's exceptions (and of unreadable rows) into `ApiError` happens here and nowhere else.
 """
 
 from __future__ import annotations
@@ -63,6 +63,14 @@ def from_database_error(exc: BaseException) -> ApiError:
     if name.startswith("SQLITE_CANTOPEN"):
         return ApiError(503, "busy", "the database could not be opened just now; retrying shortly")
     return ApiError(503, "db_unreadable", "the database could not be read; run `gmail-stats runs` in a terminal")
+
+
+def from_bad_contents(exc: Exception) -> ApiError:
+    """A row the viewer cannot turn into its answer (bad JSON, a wrong type, a missing column) is a 503 too."""
+    log.warning("unreadable database contents: %r", exc)
+    return ApiError(
+        503, "db_unreadable", "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal"
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
