@@ -6,13 +6,16 @@ import re
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import text
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer
 from viewer.app import STATIC_DIR
 from viewer.launcher import Launched, LaunchRequest
+from viewer.security import SecurityGuard
 
 SECURITY = {
     "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
@@ -231,3 +234,21 @@ def test_websocket_handshakes_are_refused(tmp_path: Path) -> None:
         client.websocket_connect("/api/status") as ws,
     ):
         ws.receive_text()
+
+
+async def _raises(scope: Scope, receive: Receive, send: Send) -> None:
+    raise RuntimeError("before any answer")
+
+
+async def _silent(scope: Scope, receive: Receive, send: Send) -> None:
+    return None
+
+
+@pytest.mark.parametrize("inner", [_raises, _silent], ids=["raises", "never-answers"])
+def test_the_guard_answers_for_an_app_that_did_not(inner: ASGIApp) -> None:
+    guarded = SecurityGuard(inner, csrf_token="t")
+    client = TestClient(guarded, base_url="http://127.0.0.1:7878", raise_server_exceptions=False)  # no lifespan
+    response = client.get("/anything")
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal", "message": "the viewer hit an unexpected error; see its log"}
+    _assert_security_headers(response.headers)
