@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -46,7 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(settings)
     except GmailStatsError as exc:
         parser.exit(exc.exit_code, f"gmail-stats-viewer: {exc}\n")
-    uvicorn.Server(server_config(app, host=settings.viewer_host, port=settings.viewer_port)).run()
+    server = uvicorn.Server(server_config(app, host=settings.viewer_host, port=settings.viewer_port))
+    # Ctrl-C is the normal way to stop: uvicorn shuts down cleanly, then re-raises it (as `uvicorn.run` absorbs).
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
     return 0
 
 
