@@ -38,9 +38,9 @@ def writer_engine(db_path: Path) -> Engine:
     pysqlite's own transaction emulation would not wrap DDL, and a migration step must commit with its
     version bump or not at all (SQLAlchemy's documented pysqlite recipe).
     """
+    create_private(db_path)  # before SQLite would create it with the umask's mode (usually 0644)
 
     def connect() -> sqlite3.Connection:
-        create_private(db_path)
         return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
 
     # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
