@@ -280,7 +280,11 @@ def test_imports_lists_nested_mbox_files_only(tmp_path: Path) -> None:
 
 def test_imports_without_the_folder_is_an_empty_list(tmp_path: Path) -> None:
     with viewer(make_settings(tmp_path)) as client:
-        assert client.get("/api/imports").json()["files"] == []
+        missing = client.get("/api/imports").json()
+        (tmp_path / "imports").mkdir()
+        empty = client.get("/api/imports").json()
+    assert (missing["files"], missing["import_dir_exists"]) == ([], False)
+    assert (empty["files"], empty["import_dir_exists"]) == ([], True)
 
 
 def test_reads_leave_the_database_and_sidecars_byte_identical(tmp_path: Path, db_path: Path) -> None:

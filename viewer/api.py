@@ -216,7 +216,7 @@ def runs(
 @router.get("/imports")
 def imports(settings: SettingsDep) -> ImportsOut:
     files = [ImportFileOut(**asdict(f)) for f in list_mbox_files(settings.import_dir)]
-    return ImportsOut(import_dir=str(settings.import_dir), files=files)
+    return ImportsOut(import_dir=str(settings.import_dir), import_dir_exists=settings.import_dir.is_dir(), files=files)
 
 
 @router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)

@@ -120,6 +120,7 @@ class ImportFileOut(_Out):
 
 class ImportsOut(_Out):
     import_dir: str = Field(description="the import folder as configured, for the terminal command the page shows")
+    import_dir_exists: bool = Field(description='lets the page say "create the folder" instead of "no file yet"')
     files: list[ImportFileOut]
 
 
