@@ -186,17 +186,22 @@ def test_a_file_that_is_not_a_database_is_a_503(tmp_path: Path, db_path: Path) -
 
 
 def _corrupt_the_senders_table(db_path: Path) -> None:
-    """Overwrites one leaf page of `senders` half-way through the table (found through `dbstat`-free maths)."""
+    """Overwrites one leaf page of `senders` half-way through the table (found in `dbstat`, so that other tables
+    and indexes, which schema steps add, never shift the victim onto an index page)."""
     engine = writer_engine(db_path)
     with engine.connect() as conn:
         page_size = conn.exec_driver_sql("PRAGMA page_size").scalar_one()
-        root = conn.exec_driver_sql("SELECT rootpage FROM sqlite_master WHERE name = 'senders'").scalar_one()
+        leaves = [
+            int(row[0])
+            for row in conn.exec_driver_sql(
+                "SELECT pageno FROM dbstat WHERE name = 'senders' AND pagetype = 'leaf' ORDER BY pageno"
+            )
+        ]
         pages = conn.exec_driver_sql("PRAGMA page_count").scalar_one()
     close_writer_keeping_sidecars(engine, db_path)
     data = bytearray(db_path.read_bytes())
     assert len(data) == page_size * pages
-    # The table's pages follow its root page; a page in their middle is a leaf holding some rows.
-    victim = root + (pages - root) // 3
+    victim = leaves[len(leaves) // 3]
     data[(victim - 1) * page_size : victim * page_size] = b"\xff" * page_size
     db_path.write_bytes(bytes(data))
 
