@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_tz
 
+from shared.timeutil import plausible_unix
+
 _WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
 # Matched against b"\n" + block: a wanted name at a line start, optional blanks, the colon, the rest of the line.
@@ -80,10 +82,19 @@ _COMMON_DATE = re.compile(
 )
 
 
+# A Date header is ~40 characters; beyond this it is noise, and `parsedate_tz` splits the whole text.
+_DATE_LIMIT = 256
+
+
 def parse_date(value: str | None) -> int | None:
-    """Unix seconds of an RFC 5322 date, or None when it cannot be read."""
-    if not value:
-        return None
+    """Unix seconds of an RFC 5322 date, or None when it cannot be read or lies before 1971 (never 0 or less).
+
+    The upper bound needs a clock: callers apply `plausible_unix` with theirs.
+    """
+    return plausible_unix(_read_date(value[:_DATE_LIMIT]) if value else None, now=None)
+
+
+def _read_date(value: str) -> int | None:
     match = _COMMON_DATE.match(value)
     if match is not None:
         day, mon, year, hour, minute, second, sign, zh, zm = match.groups()
@@ -100,5 +111,5 @@ def parse_date(value: str | None) -> int | None:
         if parsed is None:
             return None
         return calendar.timegm(parsed[:6]) - (parsed[9] or 0)
-    except (ValueError, OverflowError, TypeError, IndexError):
+    except Exception:  # the stdlib parser's failure modes vary by version; any of them means unreadable
         return None

@@ -189,7 +189,11 @@ class _Importer:
     def _consume(self, run_id: int, offset: int, size: int, tally: _Tally) -> bool:
         """Counts regions from `offset` to the end; returns True when stopped by a cancel request."""
         tasks = plan_segments(
-            self.request.path, start=offset, size=size, include_spam_trash=self.request.include_spam_trash
+            self.request.path,
+            start=offset,
+            size=size,
+            include_spam_trash=self.request.include_spam_trash,
+            now=self.clock(),
         )
         done = offset
         batch: list[MailRecord] = []

@@ -23,6 +23,7 @@ class SegmentTask:
     stop: int | None
     first: bool
     include_spam_trash: bool
+    now: float | None = None  # dates after a day past this are implausible
 
 
 @dataclass(slots=True)
@@ -39,7 +40,13 @@ class SegmentResult:
 
 
 def plan_segments(
-    path: Path, *, start: int, size: int, include_spam_trash: bool, segment_bytes: int = SEGMENT_BYTES
+    path: Path,
+    *,
+    start: int,
+    size: int,
+    include_spam_trash: bool,
+    segment_bytes: int = SEGMENT_BYTES,
+    now: float | None = None,
 ) -> list[SegmentTask]:
     """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned.
 
@@ -48,7 +55,7 @@ def plan_segments(
     bounds = list(range(start, size, segment_bytes)) or [start]
     last = len(bounds) - 1
     return [
-        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash)
+        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash, now)
         for i, a in enumerate(bounds)
     ]
 
@@ -58,7 +65,9 @@ def parse_segment(task: SegmentTask) -> SegmentResult:
     records = result.records
     with open(task.path, "rb", buffering=0) as stream:
         for region in mbox.iter_regions(stream, start=task.start, stop=task.stop, align=not task.first):
-            verdict = judge_region(region, include_spam_trash=task.include_spam_trash)
+            verdict = judge_region(
+                region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
+            )
             if type(verdict) is MailRecord:
                 records.append(verdict)
                 result.seen += 1
