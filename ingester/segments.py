@@ -60,6 +60,14 @@ def plan_segments(
     ]
 
 
+def _why_skipped(region: mbox.Region) -> str:
+    if region.suspect:
+        return "a line that looks like a separator of an unknown shape starts a message that is not counted"
+    if region.postmark is None:
+        return "text before the first separator line"
+    return "no valid header line"
+
+
 def parse_segment(task: SegmentTask) -> SegmentResult:
     result = SegmentResult(start=task.start)
     records = result.records
@@ -76,6 +84,6 @@ def parse_segment(task: SegmentTask) -> SegmentResult:
                 result.seen += 1
             else:
                 result.skipped += 1
-                result.warnings.append(f"skipped bytes {region.start}-{region.end}: no valid header line")
+                result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
             result.end = region.end
     return result
