@@ -64,7 +64,7 @@ def _why_skipped(region: mbox.Region) -> str:
     if region.suspect:
         return "a line that looks like a separator of an unknown shape starts a message that is not counted"
     if region.postmark is None:
-        return "text before the first separator line"
+        return "no valid header line (text before the first separator line)"
     return "no valid header line"
 
 
