@@ -122,12 +122,11 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
     """
     if window.base + len(window.data) < line_start + SEPARATOR_WINDOW:
         window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)  # keeps `_BEHIND` bytes before it
-    blank_before = _blank_before(window, line_start)
     rel = line_start - window.base
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
     if match is None:
-        if blank_before and SUSPECT_SEPARATOR.match(window.data, rel, limit) is not None:
+        if SUSPECT_SEPARATOR.match(window.data, rel, limit) is not None and _blank_before(window, line_start):
             line_end = window.data.find(b"\n", rel, limit)  # the pattern spans a newline
             return _Separator(line_start, window.base + line_end + 1, None)
         return None
