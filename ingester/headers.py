@@ -20,6 +20,10 @@ _WANTED_LINE = re.compile(rb"\n(" + b"|".join(re.escape(n) for n in _WANTED) + r
 _CONTINUATION = re.compile(rb"(?:\n[ \t][^\n]*)+")
 
 
+# A wanted header value longer than this (unfolded) keeps only its first and last halves; real ones are < 1 KB.
+VALUE_CAP_BYTES = 64 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class HeaderFields:
     """The first non-empty, unfolded value of each wanted header (RFC 2047 still encoded), or None."""
@@ -32,6 +36,7 @@ class HeaderFields:
     date: str | None = None
     gmail_labels: str | None = None
     list_unsubscribe: str | None = None
+    oversized: bool = False  # a wanted header was longer than `VALUE_CAP_BYTES`: only its two ends were read
 
 
 def _has_valid_line(block: bytes) -> bool:
@@ -58,19 +63,27 @@ def parse_header_block(block: bytes) -> HeaderFields:
         return HeaderFields(has_valid_line=False)
     framed = b"\n" + block
     values: list[str | None] = [None] * len(_WANTED)
+    oversized = False
     for match in _WANTED_LINE.finditer(framed):
         slot = _SLOT[match.group(1).lower()]
         if values[slot] is not None:
             continue
-        raw = match.group(2)
+        start = match.start(2)
         folded = _CONTINUATION.match(framed, match.end())
-        if folded is not None:
+        end = match.end() if folded is None else folded.end()
+        if end - start > VALUE_CAP_BYTES:
+            # Bounded work and memory per header, whatever its size; an address in <...> is usually at its end.
+            raw = framed[start : start + VALUE_CAP_BYTES // 2] + b" " + framed[end - VALUE_CAP_BYTES // 2 : end]
+            oversized = True
+        else:
+            raw = framed[start:end]
+        if folded is not None or oversized:
             # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
-            raw += folded.group().replace(b"\n", b"")
+            raw = raw.replace(b"\n", b"")
         value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
         if value:
             values[slot] = value
-    return HeaderFields(True, *values)
+    return HeaderFields(True, *values, oversized=oversized)
 
 
 MONTHS = {

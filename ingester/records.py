@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# The key prefix of a Takeout message without Message-ID: its Gmail id (hex) from the separator line.
+GMAIL_ID_KEY = "gid:"
+
 
 class MailRecord(NamedTuple):
     """Metadata of one message; never a subject, body or recipient.

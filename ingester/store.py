@@ -11,10 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from ingester.records import MailRecord
+from ingester.records import GMAIL_ID_KEY, MailRecord
 from shared.models import Source
-
-GMAIL_ID_KEY = "gid:"  # the key of a Takeout message without Message-ID: its Gmail id from the separator
 
 _INSERT_SEEN = (
     "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"

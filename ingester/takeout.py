@@ -9,8 +9,7 @@ from functools import lru_cache
 
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
-from ingester.records import MailRecord
-from ingester.store import GMAIL_ID_KEY
+from ingester.records import GMAIL_ID_KEY, MailRecord
 from shared.normalize import (
     SenderIdentity,
     is_excluded,
@@ -77,6 +76,8 @@ def judge_region(
     labels = label_facts(fields.gmail_labels)
     if labels.chat or (labels.spam_or_trash and not include_spam_trash):  # Chat is never mail
         return Skip.EXCLUDED
+    if fields.oversized:
+        warnings.append(f"bytes {region.start}-{region.end}: a header over 64 KiB; only its two ends were read")
     raw_sender = fields.from_ or fields.sender or fields.return_path
     identity = parse_sender(raw_sender) if raw_sender else NOBODY
     if identity.problem is not None:

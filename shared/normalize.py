@@ -17,6 +17,7 @@ NO_SENDER = ""
 NO_SENDER_LABEL = "(no sender)"
 # Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
 ADDRESS_PARSE_LIMIT = 2048
+SENDER_CAP = 64 * 1024
 _ANGLE_ADDRESS = re.compile(r"<\s*([^<>\s@]+@[^<>\s]+?)\s*>")
 # Starts only after a delimiter, so a long run without `@` is scanned once, not once per position.
 _BARE_ADDRESS = re.compile(r"(?:^|(?<=[\s<>(),;:\"]))([^\s<>(),;:\"@]+@[^\s<>(),;:\"@]+)")
@@ -63,12 +64,18 @@ def _cached_sender(value: str) -> SenderIdentity:
 
 
 def _sender(value: str) -> SenderIdentity:
+    problem = None
+    if len(value) > SENDER_CAP:
+        # Bounded work per message; the address in <...> is usually at the end.
+        value = value[: SENDER_CAP // 2] + " " + value[-SENDER_CAP // 2 :]
+        problem = f"longer than {SENDER_CAP:,} characters; only its two ends were read"
     decoded = decode_words(value)
+    problem = problem or decoded.problem
     text = decoded.text
     address, name = _address(text)
     if address is not None:
-        return SenderIdentity(key=address.lower(), display_name=collapse_whitespace(name), problem=decoded.problem)
-    return SenderIdentity(key=collapse_whitespace(text), display_name="", problem=decoded.problem)
+        return SenderIdentity(key=address.lower(), display_name=collapse_whitespace(name), problem=problem)
+    return SenderIdentity(key=collapse_whitespace(text), display_name="", problem=problem)
 
 
 def _address(text: str) -> tuple[str | None, str]:
