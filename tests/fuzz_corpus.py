@@ -205,7 +205,7 @@ def main(argv: list[str]) -> int:
         summary["skipped"] = int(str(summary["skipped"])) + result.messages_skipped
     summary["failures"] = failures
     summary["peak_rss_kb"] = _peak_rss_kb()
-    print(json.dumps(summary))
+    sys.stdout.write(json.dumps(summary) + "\n")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -68,7 +69,7 @@ def test_byte_decoders_never_raise(raw: bytes) -> None:
 @given(st.binary(max_size=2000), st.sampled_from([1, 3, 64, 4096]))
 def test_framing_tiles_any_bytes(data: bytes, chunk: int) -> None:
     got = list(iter_regions(io.BytesIO(data), chunk=chunk))
-    for before, after in zip(got, got[1:], strict=False):
+    for before, after in itertools.pairwise(got):
         assert before.end == after.start
     if got:
         assert got[-1].end == len(data)
