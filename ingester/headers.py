@@ -83,7 +83,8 @@ def parse_header_block(block: bytes) -> HeaderFields:
         value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
         if value:
             values[slot] = value
-    return HeaderFields(True, *values, oversized=oversized)
+    from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe = values
+    return HeaderFields(True, from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe, oversized)
 
 
 MONTHS = {
