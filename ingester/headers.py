@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_tz
 
-from shared.timeutil import plausible_unix
+from shared.timeutil import EARLIEST_PLAUSIBLE_UNIX, plausible_unix
 
 _WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
@@ -56,6 +56,18 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")  # maps every byte: undecodable input never drops a message
 
 
+def _unfold(framed: bytes, start: int, end: int) -> tuple[bytes, bool]:
+    """The value in `framed[start:end]` unfolded, and whether it was cut to its two ends (`VALUE_CAP_BYTES`)."""
+    cut = end - start > VALUE_CAP_BYTES
+    if cut:
+        # Bounded work and memory per header, whatever its size; an address in <...> is usually at its end.
+        raw = framed[start : start + VALUE_CAP_BYTES // 2] + b" " + framed[end - VALUE_CAP_BYTES // 2 : end]
+    else:
+        raw = framed[start:end]
+    # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
+    return raw.replace(b"\n", b""), cut
+
+
 def parse_header_block(block: bytes) -> HeaderFields:
     newline = block.find(b"\n")
     first_line = block if newline == -1 else block[:newline]
@@ -68,18 +80,11 @@ def parse_header_block(block: bytes) -> HeaderFields:
         slot = _SLOT[match.group(1).lower()]
         if values[slot] is not None:
             continue
-        start = match.start(2)
+        raw = match.group(2)
         folded = _CONTINUATION.match(framed, match.end())
-        end = match.end() if folded is None else folded.end()
-        if end - start > VALUE_CAP_BYTES:
-            # Bounded work and memory per header, whatever its size; an address in <...> is usually at its end.
-            raw = framed[start : start + VALUE_CAP_BYTES // 2] + b" " + framed[end - VALUE_CAP_BYTES // 2 : end]
-            oversized = True
-        else:
-            raw = framed[start:end]
-        if folded is not None or oversized:
-            # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
-            raw = raw.replace(b"\n", b"")
+        if folded is not None or len(raw) > VALUE_CAP_BYTES:
+            raw, cut = _unfold(framed, match.start(2), match.end() if folded is None else folded.end())
+            oversized = oversized or cut
         value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
         if value:
             values[slot] = value
@@ -105,10 +110,8 @@ def parse_date(value: str | None) -> int | None:
 
     The upper bound needs a clock: callers apply `plausible_unix` with theirs.
     """
-    return plausible_unix(_read_date(value[:_DATE_LIMIT]) if value else None, now=None)
-
-
-def _read_date(value: str) -> int | None:
+    if not value:
+        return None
     match = _COMMON_DATE.match(value)
     if match is not None:
         day, mon, year, hour, minute, second, sign, zh, zm = match.groups()
@@ -119,7 +122,12 @@ def _read_date(value: str) -> int | None:
                 base = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second or 0)))
             except (ValueError, OverflowError):
                 return None
-            return base - offset
+            date_unix = base - offset
+            return date_unix if date_unix >= EARLIEST_PLAUSIBLE_UNIX else None
+    return plausible_unix(_stdlib_date(value[:_DATE_LIMIT]), now=None)
+
+
+def _stdlib_date(value: str) -> int | None:
     try:
         parsed = parsedate_tz(value)
         if parsed is None:

@@ -12,8 +12,9 @@ from ingester import mbox
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region
 
-# Small enough that a worker holds little (records of one segment), large enough that IPC and commits are rare.
-SEGMENT_BYTES = 4 * 1024 * 1024
+# Small enough that a worker holds little (records of one segment: up to ~20,000 when messages are nothing but a
+# separator and a header line), large enough that IPC is rare.
+SEGMENT_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,8 @@ from sqlalchemy import Connection
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from shared.models import Source
 
+CHUNK_RECORDS = 5000
+
 _INSERT_SEEN = (
     "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"
     " list_unsubscribe, source, run_id, counted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -116,6 +118,12 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     """
     if not records:
         return BatchOutcome(0, 0)
+    if len(records) > CHUNK_RECORDS:  # bounded memory for the lookups below, however many records come at once
+        outcomes = [
+            count_batch(conn, records[i : i + CHUNK_RECORDS], source=source, run_id=run_id)
+            for i in range(0, len(records), CHUNK_RECORDS)
+        ]
+        return BatchOutcome(sum(o.new for o in outcomes), sum(o.duplicates for o in outcomes))
     known_ids = _existing(conn, "mail_id", (r.mail_id for r in records))
     known_ids |= _imported_before_gid_keys(conn, records)
     counted_rfc = _existing(

@@ -55,11 +55,12 @@ def parse_sender(value: str) -> SenderIdentity:
     Values of ordinary length go through a cache, because a mailbox repeats the same few thousand From values
     many times; longer ones (hostile or broken) are parsed each time so the cache never holds megabytes.
     """
-    return _cached_sender(value) if len(value) <= ADDRESS_PARSE_LIMIT else _sender(value)
+    return cached_sender(value) if len(value) <= ADDRESS_PARSE_LIMIT else _sender(value)
 
 
 @lru_cache(maxsize=65536)
-def _cached_sender(value: str) -> SenderIdentity:
+def cached_sender(value: str) -> SenderIdentity:
+    """`parse_sender` through the cache: only for values of at most `ADDRESS_PARSE_LIMIT` characters."""
     return _sender(value)
 
 
