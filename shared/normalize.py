@@ -18,6 +18,7 @@ NO_SENDER_LABEL = "(no sender)"
 # Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
 ADDRESS_PARSE_LIMIT = 2048
 SENDER_CAP = 64 * 1024
+_PLAUSIBLE_ADDRESS = re.compile(r"[^<>()\[\],;]+@[^<>()\[\],;\s@]+")
 _ANGLE_ADDRESS = re.compile(r"<\s*([^<>\s@]+@[^<>\s]+?)\s*>")
 # Starts only after a delimiter, so a long run without `@` is scanned once, not once per position.
 _BARE_ADDRESS = re.compile(r"(?:^|(?<=[\s<>(),;:\"]))([^\s<>(),;:\"@]+@[^\s<>(),;:\"@]+)")
@@ -91,8 +92,9 @@ def _address(text: str) -> tuple[str | None, str]:
         except Exception:  # RecursionError on nested comments, and whatever else a stranger's header provokes
             pairs = []
         for name, address in pairs:
-            if "@" in address:
-                return address.strip(), name
+            address = address.strip()
+            if _PLAUSIBLE_ADDRESS.fullmatch(address):  # not e.g. `@0)`, which would not parse back to itself
+                return address, name
     match = _ANGLE_ADDRESS.search(text) or _BARE_ADDRESS.search(text)
     if match is None:
         return None, ""
