@@ -32,6 +32,7 @@ class Case:
     build: Callable[[], bytes]
     seen: int  # messages the run must read (counted or excluded)
     skipped: int  # regions it must skip, each with a warning
+    target: bool = False  # one of the files issue 8 names, with its < 5 s target
 
 
 def _storm() -> bytes:
@@ -57,8 +58,8 @@ def _no_blank_lines() -> bytes:
 
 
 CASES = [
-    Case("100,000 separator lines, nothing between them", "storm", _storm, 0, 100_000),
-    Case("one From header of 300,000 encoded-words", "words", _words, 1, 0),
+    Case("100,000 separator lines, nothing between them", "storm", _storm, 0, 100_000, target=True),
+    Case("one From header of 300,000 encoded-words", "words", _words, 1, 0, target=True),
     Case("one From header of 300,000 broken encoded-words (utf-7)", "broken-words", _broken_words, 1, 0),
     Case("one header folded over 1,000,000 lines", "folded", _folded, 1, 0),
     Case("100,000 messages without a blank line after their headers", "no-blank", _no_blank_lines, 100_000, 0),
@@ -103,13 +104,14 @@ def report(rows: list[Row], problems: list[str], argv: list[str]) -> str:
         f"Measured {stamp} with `python -m bench hostile {' '.join(argv)}`".rstrip() + " (wall time includes "
         "interpreter start-up; MB = 10⁶ bytes).",
         "",
-        "| file | size | seconds | peak RSS tree | read / skipped | target < 5 s |",
+        "| file | size | seconds | peak RSS tree | read / skipped | targets (< 5 s, < 150 MB) |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         seconds, rss = row.run.seconds, row.run.peak_tree_kb * 1024 / 1e6
         counts = "—" if row.counts is None else f"{row.counts[0]:,} / {row.counts[1]:,}"
-        met = "met" if seconds < SECONDS_TARGET and rss < RSS_TARGET_MB else "MISSED"
+        fast = seconds < SECONDS_TARGET or not row.case.target
+        met = ("met" if fast and rss < RSS_TARGET_MB else "MISSED") + ("" if row.case.target else " (RSS only)")
         lines.append(
             f"| {row.case.label} | {row.size / 1e6:.1f} MB | {seconds:.2f} | {rss:.0f} MB | {counts} | {met} |"
         )
