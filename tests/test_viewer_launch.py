@@ -72,11 +72,11 @@ def _pid_gone(pid: int) -> bool:
         (LaunchRequest(LaunchCommand.SCAN, "t", resume_run_id=7), ["gmail-stats", "scan", "--resume", "7", "--quiet"]),
         (
             LaunchRequest(LaunchCommand.IMPORT, "t", "a b/x.mbox"),
-            ["gmail-stats", "import", "/imp/a b/x.mbox", "--quiet"],
+            ["gmail-stats", "import", "/imp/a b/x.mbox", "--confine-to", "/imp", "--quiet"],
         ),
         (
             LaunchRequest(LaunchCommand.IMPORT, "t", "x.mbox", resume_run_id=3),
-            ["gmail-stats", "import", "/imp/x.mbox", "--resume", "3", "--quiet"],
+            ["gmail-stats", "import", "/imp/x.mbox", "--confine-to", "/imp", "--resume", "3", "--quiet"],
         ),
     ],
 )
