@@ -140,7 +140,9 @@ def test_names_the_filter_could_mismatch_are_refused(stack: str) -> None:
 
 
 def test_the_request_document_is_exact_and_its_token_can_be_read_back() -> None:
-    request = LaunchRequest(LaunchCommand.IMPORT, launch_token="ab" * 16, import_path="Takeout/All.mbox", resume_run_id=3)
+    request = LaunchRequest(
+        LaunchCommand.IMPORT, launch_token="ab" * 16, import_path="Takeout/All.mbox", resume_run_id=3
+    )
     document = request_document(request, now=1700000000.12345)
     assert json.loads(document) == {
         "version": 1,
