@@ -44,6 +44,8 @@ SECRETS_LABEL = "gmail-stats.secrets"
 # Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
 RUNNERS_FILE = Path("/run/gmail-stats/runners.json")
 
+# A runner whose ingester has released the lock may still be exiting (interpreter shutdown): a launch waits.
+_EXIT_WAIT_SECONDS = 10.0
 _API_ERRORS = (DockerException, requests.exceptions.RequestException)
 _STARTED_AT = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$")
 
@@ -228,6 +230,8 @@ class DockerLauncher:
                 if state is None:
                     raise LaunchError(f"the runner {name} is gone", hint="restart the viewer to create it again")
                 if state["Running"]:
+                    state = self._wait_stopped(name)  # the lock is free: its last run is only exiting
+                if state["Running"]:
                     raise LaunchError(f"the runner {name} is still busy", hint="wait for its run to end")
                 _write_atomically(path, request_document(request, now=self._clock()))
                 self._client.api.start(name)
@@ -239,6 +243,14 @@ class DockerLauncher:
                 raise LaunchError(f"cannot write the run request: {exc}", hint="check the requests volume") from exc
         started_at = str((started or {}).get("StartedAt", ""))
         return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
+
+    def _wait_stopped(self, name: str) -> dict[str, Any]:
+        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
+        while True:
+            state = self._state(name)
+            if state is None or not state["Running"] or time.monotonic() > deadline:
+                return state or {"Running": False}
+            time.sleep(0.1)
 
     def _alive(self, handle: str) -> bool:
         name, _, started_at = handle.partition("@")
