@@ -208,6 +208,7 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     run = stack.wait_run(run_id, "cancelled", "abandoned", "done", timeout=20)
     assert run["state"] == "cancelled" and time.monotonic() - cancelled_at < 12  # SIGTERM honoured, not SIGKILL
     wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, message="cancelled ingester exits")
+    throttle(f"{stack.name}-import-runner", cpus="2")  # the runner container is reused: lift the test's quota
     resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
     assert resumed.status_code == 202, resumed.text
     assert resumed.json()["run_id"] == run_id
