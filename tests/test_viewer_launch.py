@@ -84,6 +84,19 @@ def test_argv_is_fixed(request_: LaunchRequest, expected: list[str]) -> None:
     assert build_argv(["gmail-stats"], request_, import_dir=Path("/imp")) == expected
 
 
+def test_the_ingester_is_handed_the_checked_files_real_path_not_the_link(tmp_path: Path) -> None:
+    """The check-then-use race: the viewer checks the link's target, so it hands over that target (resolved), and
+    the ingester (`--confine-to`) would refuse the link itself if it were handed over and swapped meanwhile."""
+    _imports(tmp_path, {"Takeout/Mail/all.mbox": mbox_bytes(20)})
+    (tmp_path / "imports" / "latest.mbox").symlink_to(tmp_path / "imports" / "Takeout/Mail/all.mbox")
+    with viewer(make_settings(tmp_path)) as client:
+        response = _start(client, {"source": "mbox", "path": "latest.mbox"})
+        assert response.status_code == 202, response.text
+        run = wait_for(lambda: _finished(client, response.json()["run_id"]))
+        assert (run["state"], run["messages_new"]) == ("done", 20)
+        assert run["mbox_path"] == str((tmp_path / "imports/Takeout/Mail/all.mbox").resolve())
+
+
 def test_import_from_the_api_completes_with_the_real_ingester(tmp_path: Path) -> None:
     _imports(tmp_path, {"Takeout/Mail/all.mbox": mbox_bytes(300)})
     with viewer(make_settings(tmp_path)) as client:
