@@ -30,7 +30,8 @@ from viewer.launcher import LaunchCommand, LaunchRequest
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-IMAGE = "gmail-stats:local"
+# Parallel work on one engine: a branch can measure its own tag (`GMAIL_STATS_BENCH_IMAGE`).
+IMAGE = os.environ.get("GMAIL_STATS_BENCH_IMAGE", "gmail-stats:local")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
 
@@ -55,6 +56,7 @@ def compose_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GMAIL_STATS_", "COMPOSE_"))}
     if "PYTHON_IMAGE" not in env and docker("image", "inspect", LOCAL_BASE).returncode == 0:
         env["PYTHON_IMAGE"] = LOCAL_BASE
+    env["GMAIL_STATS_IMAGE"] = IMAGE
     env.update(extra)
     return env
 
