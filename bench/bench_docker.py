@@ -74,6 +74,12 @@ def build_seconds() -> float:
     return time.monotonic() - started
 
 
+def remove_runners(stack: str) -> None:
+    ids = docker("ps", "--all", "--quiet", "--filter", f"label={STACK_LABEL}={stack}").stdout.split()
+    if ids:
+        docker("rm", "--force", *ids)
+
+
 def cold_up_seconds() -> float | None:
     """`docker compose up --wait` on a fresh project and volume, image already built: until the viewer is healthy."""
     services = docker("compose", "config", "--services", env=compose_env()).stdout.split()
@@ -96,6 +102,7 @@ def cold_up_seconds() -> float | None:
                 raise SystemExit(f"docker compose up failed:\n{result.stderr[-2000:]}")
             return elapsed
         finally:
+            remove_runners(name)  # not compose's: they would keep the volumes in use
             docker("compose", "down", "--volumes", "--remove-orphans", env=env)
 
 
@@ -161,9 +168,7 @@ def launch_overhead(runs: int) -> tuple[list[float], list[float], list[float]]:
                 as_process.append(time.monotonic() - started)
         finally:
             launcher.close()
-            ids = docker("ps", "--all", "--quiet", "--filter", f"label={STACK_LABEL}={stack.name}").stdout.split()
-            if ids:
-                docker("rm", "--force", *ids)
+            remove_runners(stack.name)
     return launch_calls, in_container, as_process
 
 
