@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import IMAGE, compose_env, docker, ensure_image, remove_containers, throttle, wait_for
 from tests.factories import generate_messages, write_mbox
-from viewer.container_spec import STACK_LABEL, DockerStack
-from viewer.launch_docker import DockerLauncher, connect, provision_runners, stack_from_container
+from viewer.container_spec import STACK_LABEL, DockerStack, stack_from_container
+from viewer.launch_docker import DockerLauncher, connect, provision_runners
 from viewer.launcher import LaunchCommand, LaunchRequest
 
 pytestmark = pytest.mark.docker

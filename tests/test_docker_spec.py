@@ -16,8 +16,10 @@ from viewer.container_spec import (
     request_token,
     runner_name,
     runner_spec,
+    stack_from_container,
+    started_unix,
 )
-from viewer.launch_docker import _started_unix, create_kwargs, stack_from_container
+from viewer.launch_docker import create_kwargs
 from viewer.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 STACK = DockerStack(
@@ -174,9 +176,9 @@ def test_runners_round_trip_and_a_missing_scan_runner_says_why() -> None:
 
 
 def test_started_at_is_read_with_its_fraction() -> None:
-    assert _started_unix("2026-12-01T05:50:00.123456789Z") == pytest.approx(1796103000.123456789)
-    assert _started_unix("0001-01-01T00:00:00Z") < 0
-    assert _started_unix("garbage") == 0.0
+    assert started_unix("2026-12-01T05:50:00.123456789Z") == pytest.approx(1796103000.123456789)
+    assert started_unix("0001-01-01T00:00:00Z") < 0
+    assert started_unix("garbage") == 0.0
 
 
 def test_the_stack_comes_from_the_viewers_own_container() -> None:

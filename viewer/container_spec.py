@@ -1,4 +1,5 @@
-"""The two runner containers of a stack (one for imports, one for scans), their request file and names.
+"""The two runner containers of a stack (one for imports, one for scans), their names and request file, and the stack
+as read from a container's `docker inspect` data.
 
 Pure data, no Docker SDK: the privileged entrypoint (`viewer.provision`) creates exactly these, the web process may
 only start, stop, inspect and read the logs of them (through the API filter), and a unit test pins them.
@@ -7,11 +8,13 @@ only start, stop, inspect and read the logs of them (through the API filter), an
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from viewer.launcher import LaunchCommand, LaunchError, LaunchRequest
 
@@ -29,6 +32,13 @@ INGESTER_ROLE = "ingester"
 REQUEST_VERSION = 1
 # Container names: a compose project name (letters, digits, `_`, `-`) plus a suffix; also what the filter matches.
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+# Labels compose puts on its containers, and ours on the viewer naming its stack's secrets folder (compose resolves
+# relative bind paths against the project directory, but not labels, so that one is resolved here the same way).
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
+COMPOSE_WORKDIR_LABEL = "com.docker.compose.project.working_dir"
+SECRETS_LABEL = "gmail-stats.secrets"
+_STARTED_AT = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$")
 
 # Tuning variables a viewer passes on from its own environment; anything else (paths, the token, the OAuth
 # listener) is fixed here, so a viewer's environment can never point an ingester elsewhere.
@@ -215,3 +225,41 @@ class Runners:
             requests_dir=str(data.get("requests") or REQUESTS_DIR),
             problem=data.get("problem"),
         )
+
+
+def stack_from_container(attrs: Mapping[str, Any]) -> DockerStack:
+    """The stack a container belongs to, from its `docker inspect` data: its image, compose project, network and
+    the host side of its `/data`, `/requests`, `/imports` and `/secrets` mounts (or the secrets label), whatever
+    folder compose was started from."""
+    config = attrs.get("Config") or {}
+    labels: Mapping[str, str] = config.get("Labels") or {}
+    mounts = {m.get("Destination"): m for m in attrs.get("Mounts") or []}
+    if DATA_DIR not in mounts:
+        raise LaunchError("the viewer's container has no /data mount", hint="start the stack with compose.yaml")
+    secrets = mounts.get(SECRETS_DIR, {}).get("Source")
+    if secrets is None and SECRETS_LABEL in labels:
+        secrets = str(PurePosixPath(labels.get(COMPOSE_WORKDIR_LABEL, "/")) / labels[SECRETS_LABEL])
+    networks = sorted(((attrs.get("NetworkSettings") or {}).get("Networks") or {}).keys())
+    return DockerStack(
+        name=labels.get(COMPOSE_PROJECT_LABEL) or str(attrs.get("Name", "gmail-stats")).lstrip("/"),
+        image=str(config.get("Image")),
+        data=str(_source(mounts[DATA_DIR])),
+        imports=mounts.get(IMPORTS_DIR, {}).get("Source"),
+        secrets=os.path.normpath(secrets) if secrets is not None else None,
+        network=networks[0] if networks else None,
+        requests=_source(mounts[REQUESTS_DIR]) if REQUESTS_DIR in mounts else None,
+    )
+
+
+def _source(mount: Mapping[str, Any]) -> str | None:
+    value = mount.get("Name") if mount.get("Type") == "volume" else mount.get("Source")
+    return str(value) if value is not None else None
+
+
+def started_unix(started_at: str) -> float:
+    """The engine's RFC 3339 `StartedAt` (nanoseconds, UTC) as Unix seconds."""
+    match = _STARTED_AT.match(started_at)
+    if match is None:
+        return 0.0
+    whole = datetime.fromisoformat(match.group(1) + "+00:00").timestamp()
+    return whole + float(f"0.{match.group(2) or '0'}")

@@ -7,14 +7,12 @@ only writes a request file and starts, kills, inspects or reads the logs of a ru
 from __future__ import annotations
 
 import os
-import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -23,31 +21,24 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
 from viewer.container_spec import (
-    DATA_DIR,
-    IMPORTS_DIR,
     REQUESTS_DIR,
-    SECRETS_DIR,
     ContainerSpec,
     DockerStack,
     Runners,
     request_document,
     request_token,
     runner_spec,
+    stack_from_container,
+    started_unix,
 )
 from viewer.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, LaunchCommand, Launched, LaunchError, LaunchRequest
 
-# Labels compose puts on its containers, and ours on the viewer naming its stack's secrets folder (compose resolves
-# relative bind paths against the project directory, but not labels, so that one is resolved here the same way).
-COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
-COMPOSE_WORKDIR_LABEL = "com.docker.compose.project.working_dir"
-SECRETS_LABEL = "gmail-stats.secrets"
 # Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
 RUNNERS_FILE = Path("/run/gmail-stats/runners.json")
 
 # A runner whose ingester has released the lock may still be exiting (interpreter shutdown): a launch waits.
 _EXIT_WAIT_SECONDS = 10.0
 _API_ERRORS = (DockerException, requests.exceptions.RequestException)
-_STARTED_AT = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$")
 
 
 def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
@@ -82,35 +73,6 @@ def connect(*, timeout: int = 30) -> docker.DockerClient:
             f"cannot reach the Docker engine: {exc}",
             hint="the viewer needs /var/run/docker.sock mounted (see compose.yaml)",
         ) from exc
-
-
-def stack_from_container(attrs: Mapping[str, Any]) -> DockerStack:
-    """The stack a container belongs to, from its `docker inspect` data: its image, compose project, network and
-    the host side of its `/data`, `/requests`, `/imports` and `/secrets` mounts (or the secrets label), whatever
-    folder compose was started from."""
-    config = attrs.get("Config") or {}
-    labels: Mapping[str, str] = config.get("Labels") or {}
-    mounts = {m.get("Destination"): m for m in attrs.get("Mounts") or []}
-    if DATA_DIR not in mounts:
-        raise LaunchError("the viewer's container has no /data mount", hint="start the stack with compose.yaml")
-    secrets = mounts.get(SECRETS_DIR, {}).get("Source")
-    if secrets is None and SECRETS_LABEL in labels:
-        secrets = str(PurePosixPath(labels.get(COMPOSE_WORKDIR_LABEL, "/")) / labels[SECRETS_LABEL])
-    networks = sorted(((attrs.get("NetworkSettings") or {}).get("Networks") or {}).keys())
-    return DockerStack(
-        name=labels.get(COMPOSE_PROJECT_LABEL) or str(attrs.get("Name", "gmail-stats")).lstrip("/"),
-        image=str(config.get("Image")),
-        data=str(_source(mounts[DATA_DIR])),
-        imports=mounts.get(IMPORTS_DIR, {}).get("Source"),
-        secrets=os.path.normpath(secrets) if secrets is not None else None,
-        network=networks[0] if networks else None,
-        requests=_source(mounts[REQUESTS_DIR]) if REQUESTS_DIR in mounts else None,
-    )
-
-
-def _source(mount: Mapping[str, Any]) -> str | None:
-    value = mount.get("Name") if mount.get("Type") == "volume" else mount.get("Source")
-    return str(value) if value is not None else None
 
 
 def provision_runners(
@@ -164,15 +126,6 @@ def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:
     except _API_ERRORS as exc:
         raise LaunchError(f"cannot create the runner {spec.name}: {exc}", hint=_engine_hint(exc)) from exc
     return spec.name
-
-
-def _started_unix(started_at: str) -> float:
-    """The engine's RFC 3339 `StartedAt` (nanoseconds, UTC) as Unix seconds."""
-    match = _STARTED_AT.match(started_at)
-    if match is None:
-        return 0.0
-    whole = datetime.fromisoformat(match.group(1) + "+00:00").timestamp()
-    return whole + float(f"0.{match.group(2) or '0'}")
 
 
 class DockerLauncher:
@@ -295,7 +248,7 @@ class DockerLauncher:
 
     def _logs(self, name: str, started_at: str, lines: int) -> list[str]:
         # A runner is restarted for every run, and its log spans them all: only this run's lines count.
-        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=_started_unix(started_at))
+        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=started_unix(started_at))
         return bytes(raw).decode("utf-8", errors="replace").splitlines()[-lines:]
 
     def adopt(self) -> list[Launched]:
