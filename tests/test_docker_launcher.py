@@ -232,8 +232,10 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(stack: Stack
     after = stack.launcher(runners)
     assert after.adopt() == [launched]
     assert after.is_alive(launched)
+    throttle(runners.import_name, cpus="0.02")  # still running after the launch's 10 s wait for an exiting runner
     with pytest.raises(LaunchError, match="busy"):
         after.launch(request(import_path="a.mbox"))
+    throttle(runners.import_name, cpus="2")
     after.cancel(launched)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
     assert after.wait_for_exit(launched, timeout=15)
