@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ingester.fetcher import ChunkOutcome, Fetcher, ThreadOutcome
 from ingester.gmail_records import record_from_meta
@@ -41,6 +41,7 @@ class _Batch:
     failed: dict[str, str]
     fetched: list[str]
     excluded: int = 0
+    notes: list[str] = field(default_factory=list)  # odd headers: counted anyway, and said so
 
 
 class Settler:
@@ -89,11 +90,11 @@ class Settler:
         self.ahead.difference_update(ids)
 
     # --- one batch -----------------------------------------------------------------------------------------
-    @staticmethod
-    def _messages(outcome: ChunkOutcome) -> _Batch:
+    def _messages(self, outcome: ChunkOutcome) -> _Batch:
         batch = _Batch([], {}, list(outcome.gone), dict(outcome.failed), [m.gmail_id for m in outcome.messages])
+        now = self.life.clock()
         for meta in outcome.messages:
-            record = record_from_meta(meta)
+            record = record_from_meta(meta, now=now, warnings=batch.notes)
             if record is None:
                 batch.excluded += 1
                 batch.settled[meta.gmail_id] = "excluded"
@@ -109,13 +110,17 @@ class Settler:
         """
         batch = _Batch([], {}, [], {}, [])
         extras: list[MailRecord] = []
+        extra_notes: dict[str, list[str]] = {}
+        now = self.life.clock()
         for thread in outcome.threads:
             wanted = set(wants[thread.thread_id].ids)
             returned = set()
             for meta in thread.messages:
                 returned.add(meta.gmail_id)
-                record = record_from_meta(meta)
+                notes: list[str] = []  # said only of a message counted here (an extra may be known already)
+                record = record_from_meta(meta, now=now, warnings=notes)
                 if meta.gmail_id in wanted:
+                    batch.notes += notes
                     batch.fetched.append(meta.gmail_id)
                     if record is None:
                         batch.excluded += 1
@@ -125,6 +130,7 @@ class Settler:
                 elif record is not None and "DRAFT" not in meta.label_ids:
                     # A draft is counted only if the listing shows it, as before threads: it comes by its own page.
                     extras.append(record)
+                    extra_notes[meta.gmail_id] = notes
             batch.gone += [i for i in wants[thread.thread_id].ids if i not in returned]
         for thread_id in outcome.gone:
             batch.gone += wants[thread_id].ids
@@ -134,6 +140,7 @@ class Settler:
             with self.engine.begin() as conn:
                 fresh = set(unsettled_ids(conn, [r.mail_id for r in extras], run_id=self.run_id))
             batch.records += [r for r in extras if r.mail_id in fresh]
+            batch.notes += [note for r in extras if r.mail_id in fresh for note in extra_notes[r.mail_id]]
         self.ahead.update(batch.fetched)
         self.ahead.update(r.mail_id for r in batch.records)
         self.ahead.update(batch.gone)
@@ -141,7 +148,7 @@ class Settler:
         return batch
 
     def _commit(self, batch: _Batch) -> None:
-        warnings = [f"message {i} was deleted before it could be read; skipped" for i in batch.gone]
+        warnings = batch.notes + [f"message {i} was deleted before it could be read; skipped" for i in batch.gone]
         warnings += [
             f"message {i} could not be fetched ({reason}); the next scan retries it"
             for i, reason in batch.failed.items()
