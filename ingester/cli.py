@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine
 
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
@@ -26,6 +26,7 @@ from ingester.session import ingest_session
 from ingester.settings import IngesterSettings
 from ingester.signals import cancel_on_signals
 from shared.db import reader_engine
+from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import DatabaseError, GmailStatsError, UsageError
 from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
@@ -212,12 +213,28 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     return _report(result, quiet=args.quiet)
 
 
-def _open_for_reading(settings: IngesterSettings) -> Any:
+def _open_for_reading(settings: IngesterSettings) -> Engine:
+    """A read-only engine on an up-to-date database: never takes the lock, never writes, never creates a file.
+
+    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too.
+    """
     if not settings.db.is_file():
         raise DatabaseError(f"no database at {settings.db} yet; run `gmail-stats import PATH` first")
-    engine = reader_engine(settings.db)
-    with engine.connect() as conn:
-        version = schema_version(conn)
+    version: int | None = None
+    failure: BaseException | None = None
+    for readonly_shm in (False, True):
+        engine = reader_engine(settings.db, readonly_shm=readonly_shm)
+        try:
+            with engine.connect() as conn:
+                version = schema_version(conn)
+                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
+        except SQLITE_FAILURES as exc:
+            failure = failure or exc
+            continue
+        break
+    if version is None:
+        assert failure is not None
+        raise database_error(settings.db, failure) from failure
     check_not_too_new(version)
     if version < LATEST_VERSION:
         raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
@@ -289,14 +306,16 @@ _COMMANDS = {"import": _cmd_import, "scan": _cmd_scan, "runs": _cmd_runs, "expor
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    settings: IngesterSettings | None = None
     try:
         settings = _settings(args)
         return _COMMANDS[args.command](args, settings)
     except GmailStatsError as exc:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
-    except OperationalError as exc:
-        print(f"gmail-stats: database error: {exc.orig}", file=sys.stderr)
+    except SQLITE_FAILURES as exc:  # a read that failed past `_open_for_reading` (e.g. damage deeper in the file)
+        where = settings.db if settings is not None else Path("the database")
+        print(f"gmail-stats: {database_error(where, exc)}", file=sys.stderr)
         return EXIT_FAILURE
 
 
