@@ -30,7 +30,8 @@ from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import DatabaseError, GmailStatsError, UsageError
 from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
-from shared.models import RunState
+from shared.models import RunState, Source
+from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, list_runs
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
@@ -135,7 +136,11 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
-    with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
+    resume = _Resume(settings, source=Source.MBOX, mbox=request.path)
+    with (
+        cancel_on_signals(cancel, abort_note=resume.abort_note),
+        ingest_session(settings.db, clock=system_clock) as engine,
+    ):
         result = run_import(
             engine=engine,
             request=request,
@@ -143,8 +148,34 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
             cancel=cancel,
             clock=system_clock,
             parse_workers=settings.effective_parse_workers(),
+            resume_hint=resume,
         )
     return _report(result, quiet=args.quiet)
+
+
+class _Resume:
+    """This process's resume command, written by `shared.resume` for its settings (database, file, style).
+
+    It remembers the run it was last asked about, so the abort message of a second Ctrl-C can name it.
+    """
+
+    def __init__(self, settings: IngesterSettings, *, source: Source, mbox: Path | None) -> None:
+        self.source = source
+        self.style = settings.command_style
+        make = self.style == CommandStyle.MAKE
+        default_db = settings.db == IngesterSettings.model_fields["db"].default
+        self.db = None if make or default_db else str(settings.db.absolute())
+        self.mbox = (settings.host_mbox if make else None) or (str(mbox.absolute()) if mbox is not None else None)
+        self.last = ""
+
+    def __call__(self, run_id: int) -> str:
+        self.last = resume_command(source=self.source, run_id=run_id, style=self.style, db=self.db, mbox_path=self.mbox)
+        return self.last
+
+    def abort_note(self) -> str:
+        if not self.last:
+            return "nothing was started yet"
+        return f"committed work is kept; resume later with: {self.last}"
 
 
 def _report(result: RunResult, *, quiet: bool) -> int:
@@ -187,7 +218,11 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     )
     cancel = threading.Event()
     result: RunResult
-    with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
+    resume = _Resume(settings, source=Source.BACKFILL if args.backfill_message_ids else Source.GMAIL_API, mbox=None)
+    with (
+        cancel_on_signals(cancel, abort_note=resume.abort_note),
+        ingest_session(settings.db, clock=system_clock) as engine,
+    ):
         if args.backfill_message_ids:
             result = run_backfill(
                 engine=engine,
@@ -198,6 +233,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 cancel=cancel,
                 clock=system_clock,
                 on_consent_url=_print_consent_url,
+                resume_hint=resume,
             )
         else:
             result = run_scan(
@@ -209,6 +245,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 cancel=cancel,
                 clock=system_clock,
                 on_consent_url=_print_consent_url,
+                resume_hint=resume,
             )
     return _report(result, quiet=args.quiet)
 

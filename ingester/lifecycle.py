@@ -103,6 +103,7 @@ class RunLifecycle:
         self.launch_token = launch_token
         self.resume_hint = resume_hint
         self.run_id = 0
+        self.resume_command = ""
         self.tally = Tally()
         self._ended: tuple[RunState, RunOutcome] | None = None
 
@@ -115,6 +116,7 @@ class RunLifecycle:
             )
             if columns:
                 update_run(conn, self.run_id, now=self.clock(), **columns)
+        self.resume_command = self.resume_hint(self.run_id)
 
     def reopen(self, run_id: int, *, check: Callable[[Run], None] | None = None) -> Run:
         """Puts run `run_id` back to `running` and carries its counters on; returns the row as it was.
@@ -130,6 +132,7 @@ class RunLifecycle:
                 check(run)
             reopen_run(conn, run_id, pid=os.getpid(), now=self.clock(), launch_token=self.launch_token)
         self.run_id = run_id
+        self.resume_command = self.resume_hint(run_id)
         self.tally = Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
         return run
 
@@ -197,7 +200,7 @@ class RunLifecycle:
         A cancel ends the run `cancelled`; our errors and database or I/O failures end it `failed` with a kind and
         the resume command, and are re-raised as one-line errors for `cli.main`.
         """
-        hint = f"; resume with: {self.resume_hint(self.run_id)}"
+        hint = f"; resume with: {self.resume_command}"
         with ExitStack() as stack:
             if heartbeat:
                 stack.enter_context(Heartbeat(self.engine, self.run_id, clock=self.clock))
@@ -240,7 +243,7 @@ class RunLifecycle:
             t.new,
             t.skipped,
             t.excluded,
-            self.resume_hint(self.run_id),
+            self.resume_command,
             detail,
         )
 
@@ -251,12 +254,20 @@ def refuse_resume(run: Run | None, *, run_id: int, source: Source) -> None:
         raise RunNotFoundError(f"there is no run {run_id}; see `gmail-stats runs`")
     if run.source != source:
         raise RunNotFoundError(
-            f"run {run_id} is a {run.source} run, not {_NOUN[source]}; it can only be continued with "
-            f"{_VERB.get(run.source, 'its own command')}"
+            f"run {run_id} is {_NOUN.get(run.source, f'a {run.source} run')}, not {_NOUN[source]}; "
+            f"continue it with {_VERB.get(run.source, 'its own command')}"
         )
     if run.state == RunState.DONE:
         raise RunNotFoundError(f"run {run_id} already finished ({run.outcome}); there is nothing to resume")
 
 
-_VERB: dict[str, str] = {Source.MBOX: "`import`", Source.GMAIL_API: "`scan`"}
-_NOUN = {Source.MBOX: "an mbox import", Source.GMAIL_API: "a Gmail scan", Source.BACKFILL: "a Message-ID backfill"}
+_VERB: dict[str, str] = {
+    Source.MBOX: "`import`",
+    Source.GMAIL_API: "`scan`",
+    Source.BACKFILL: "`scan --backfill-message-ids` (running it again continues it)",
+}
+_NOUN: dict[str, str] = {
+    Source.MBOX: "an mbox import",
+    Source.GMAIL_API: "a Gmail scan",
+    Source.BACKFILL: "a Message-ID backfill",
+}
