@@ -144,3 +144,23 @@ def test_a_database_path_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
         1,
         f"gmail-stats: {db} is not a regular file, so it cannot be the database; remove it or choose --db",
     )
+
+
+def test_the_viewer_probe_agrees_and_never_hangs(tmp_path: Path) -> None:
+    from tests.viewer_support import make_settings, viewer
+
+    real, other = _aliases(tmp_path, "symlink")
+    (tmp_path / "imports").mkdir()
+    with viewer(make_settings(tmp_path, db=other)) as client:
+        assert client.get("/api/status").json()["ingest_lock_held"] is False
+        holder = _hold(real)
+        try:
+            assert client.get("/api/status").json()["ingest_lock_held"] is True  # held through the other name
+        finally:
+            holder.kill()
+            holder.communicate()
+    fifo_db = tmp_path / "fifo" / "stats.db"
+    fifo_db.parent.mkdir()
+    os.mkfifo(lock_path_for(fifo_db))
+    with viewer(make_settings(tmp_path, db=fifo_db)) as client:
+        assert client.get("/api/status").json()["ingest_lock_held"] is False
