@@ -20,8 +20,9 @@ from sqlalchemy.exc import OperationalError
 
 from ingester.fetcher import FetchCancelled
 from ingester.gmail import AuthCancelled
-from ingester.heartbeat import Heartbeat
+from ingester.heartbeat import Heartbeat, database_file
 from ingester.report import Reporter
+from shared.db_errors import database_error
 from shared.errors import DatabaseError, GmailApiError, GmailAuthError, InputFileError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
@@ -201,6 +202,7 @@ class RunLifecycle:
         the resume command, and are re-raised as one-line errors for `cli.main`.
         """
         hint = f"; resume with: {self.resume_command}"
+        where = database_file(self.engine)
         with ExitStack() as stack:
             if heartbeat:
                 stack.enter_context(Heartbeat(self.engine, self.run_id, clock=self.clock))
@@ -219,7 +221,7 @@ class RunLifecycle:
                 # The database itself may be the failure; then the next ingester marks the run abandoned.
                 with contextlib.suppress(OperationalError):
                     self._end(RunState.FAILED, kind="db", error=f"database error: {exc.orig}")
-                raise DatabaseError(f"database error: {exc.orig}{hint}") from exc
+                raise DatabaseError(f"{database_error(where, exc)}{hint}") from exc
             except OSError as exc:
                 self._end(RunState.FAILED, kind="io", error=f"reading failed: {exc}")
                 raise InputFileError(f"reading failed ({exc}){hint}") from exc

@@ -16,8 +16,12 @@ ABORT_EXIT_CODE = 130
 _HANDLED = (signal.SIGTERM, signal.SIGINT)
 
 
+def _no_run() -> str:
+    return "committed work is kept; see `gmail-stats runs` for the run to resume"
+
+
 @contextmanager
-def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str]) -> Iterator[None]:
+def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str] = _no_run) -> Iterator[None]:
     """Within the block, the first signal sets `cancel`; the next one prints `abort_note()` and exits at once.
 
     Committed work is safe either way: every batch commits with the progress it covers.

@@ -196,3 +196,22 @@ def test_refused_resumes_exit_2_and_change_nothing(tmp_path: Path) -> None:
         result = run_cli(*args, "--db", db)
         assert (result.returncode, result.stderr.strip()) == (2, f"gmail-stats: {message}"), args
     assert _snapshot(db) == before
+
+
+def test_make_verbs_take_resume(tmp_path: Path) -> None:
+    """What the make-form hint asks for: `make import MBOX=… RESUME=N` and `make scan RESUME=N` (dry run)."""
+    mbox = tmp_path / "my mail" / "All mail.mbox"
+    mbox.parent.mkdir()
+    mbox.write_bytes(b"")
+
+    def dry(*args: str) -> str:
+        result = subprocess.run(["make", "-n", *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=30)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    assert dry("scan", "RESUME=4").strip().endswith("ingester scan --resume 4")
+    assert dry("scan").strip().endswith("ingester scan")
+    line = dry("import", f"MBOX={mbox}", "RESUME=3")
+    assert line.strip().endswith('ingester import "/mbox/$(basename -- "' + str(mbox) + '")" --resume 3')
+    assert "--env GMAIL_STATS_HOST_MBOX=" in line
+    assert "--resume" not in dry("import", f"MBOX={mbox}")
