@@ -28,6 +28,11 @@ from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
 
+
+class RunCancelled(Exception):
+    """Raised by work that stops at once on a cancel request; `guard` ends the run `cancelled`."""
+
+
 # The resume command for a run id, complete and copy-pasteable (see `shared.resume`).
 ResumeHint = Callable[[int], str]
 
@@ -208,7 +213,7 @@ class RunLifecycle:
                 stack.enter_context(Heartbeat(self.engine, self.run_id, clock=self.clock))
             try:
                 yield
-            except (FetchCancelled, AuthCancelled):
+            except (RunCancelled, FetchCancelled, AuthCancelled):
                 self._end(RunState.CANCELLED)
             except GmailAuthError as exc:
                 self._end(RunState.FAILED, kind=exc.kind, error=str(exc))

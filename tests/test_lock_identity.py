@@ -164,3 +164,22 @@ def test_the_viewer_probe_agrees_and_never_hangs(tmp_path: Path) -> None:
     os.mkfifo(lock_path_for(fifo_db))
     with viewer(make_settings(tmp_path, db=fifo_db)) as client:
         assert client.get("/api/status").json()["ingest_lock_held"] is False
+
+
+def test_a_database_not_created_yet_is_locked_through_a_dangling_symlink(tmp_path: Path) -> None:
+    real = tmp_path / "data" / "stats.db"
+    real.parent.mkdir()
+    link = tmp_path / "link.db"
+    link.symlink_to(real)  # dangling: nothing is there yet
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=2, body_bytes=10))
+    holder = _hold(link)
+    try:
+        result = run_cli("import", mbox, "--db", real)
+        assert result.returncode == 75, result.stderr
+        assert real.stat().st_size == 0  # the holder made the file; the refused ingester never wrote to it
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert run_cli("import", mbox, "--db", link, "--quiet").returncode == 0
+    assert query(real, "SELECT state FROM ingest_runs") == [("done",)]
