@@ -35,11 +35,11 @@ def lock_path_for(db_path: Path) -> Path:
     return Path(f"{real_db_path(db_path)}.ingest.lock")
 
 
-def open_regular(path: Path, flags: int, *, what: str) -> int:
+def open_regular(path: Path, flags: int, *, what: str, mode: int = 0o644) -> int:
     """Opens `path` without ever blocking (a FIFO would block `open`) and refuses anything but a regular file."""
     refusal = f"{path} is not a regular file, so it cannot be the {what}; remove it or choose --db"
     try:
-        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
     except IsADirectoryError:
         raise DatabaseError(refusal) from None
     try:
@@ -81,7 +81,8 @@ class IngestLock:
         try:
             self._wait_for(lock_fd)
             try:
-                db_fd = open_regular(self.real_path, os.O_RDONLY | os.O_CREAT, what="database")
+                # Owner-only like `shared.db.create_private`: mail metadata is nobody else's business.
+                db_fd = open_regular(self.real_path, os.O_RDONLY | os.O_CREAT, what="database", mode=0o600)
             except OSError as exc:
                 raise DatabaseError(_cannot(self.real_path, exc, "open the database")) from exc
             self._fds.append(db_fd)
