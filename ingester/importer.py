@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from ingester.lifecycle import ResumeHint, RunLifecycle, RunResult, Tally
+from ingester.lifecycle import ResumeHint, RunCancelled, RunLifecycle, RunResult, Tally
 from ingester.parse_pool import parse_in_order
 from ingester.records import MailRecord
 from ingester.report import Reporter
@@ -122,7 +122,7 @@ class _Importer:
         batch: list[MailRecord] = []
         warnings: list[str] = []
         last_commit = life.clock()
-        for result in parse_in_order(tasks, workers=self.parse_workers, idle=life.beat):
+        for result in parse_in_order(tasks, workers=self.parse_workers, idle=self._idle):
             life.tally.seen += result.seen
             life.tally.skipped += result.skipped
             life.tally.excluded += result.excluded
@@ -140,6 +140,15 @@ class _Importer:
             life.tally.new += count_batch(conn, batch, source=Source.MBOX, run_id=life.run_id).new
             life.finish(conn, cancelled=life.cancel.is_set(), partial=life.tally.skipped > 0)
         life.reporter.progress(done=done, seen=life.tally.seen, new=life.tally.new)
+
+    def _idle(self) -> None:
+        """Called about every second while parse workers are busy: beat, and stop waiting once cancelled.
+
+        What was parsed but not committed is simply read again by a resume (`bytes_done` commits with counts).
+        """
+        self.life.beat()
+        if self.life.cancel.is_set():
+            raise RunCancelled()
 
     def _commit(self, batch: list[MailRecord], warnings: list[str], done: int) -> None:
         life = self.life

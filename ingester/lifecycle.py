@@ -20,12 +20,18 @@ from sqlalchemy.exc import OperationalError
 
 from ingester.fetcher import FetchCancelled
 from ingester.gmail import AuthCancelled
-from ingester.heartbeat import Heartbeat
+from ingester.heartbeat import Heartbeat, database_file
 from ingester.report import Reporter
+from shared.db_errors import database_error
 from shared.errors import DatabaseError, GmailApiError, GmailAuthError, InputFileError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
+
+
+class RunCancelled(Exception):
+    """Raised by work that stops at once on a cancel request; `guard` ends the run `cancelled`."""
+
 
 # The resume command for a run id, complete and copy-pasteable (see `shared.resume`).
 ResumeHint = Callable[[int], str]
@@ -103,6 +109,7 @@ class RunLifecycle:
         self.launch_token = launch_token
         self.resume_hint = resume_hint
         self.run_id = 0
+        self.resume_command = ""
         self.tally = Tally()
         self._ended: tuple[RunState, RunOutcome] | None = None
 
@@ -115,6 +122,7 @@ class RunLifecycle:
             )
             if columns:
                 update_run(conn, self.run_id, now=self.clock(), **columns)
+        self.resume_command = self.resume_hint(self.run_id)
 
     def reopen(self, run_id: int, *, check: Callable[[Run], None] | None = None) -> Run:
         """Puts run `run_id` back to `running` and carries its counters on; returns the row as it was.
@@ -130,6 +138,7 @@ class RunLifecycle:
                 check(run)
             reopen_run(conn, run_id, pid=os.getpid(), now=self.clock(), launch_token=self.launch_token)
         self.run_id = run_id
+        self.resume_command = self.resume_hint(run_id)
         self.tally = Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
         return run
 
@@ -197,13 +206,14 @@ class RunLifecycle:
         A cancel ends the run `cancelled`; our errors and database or I/O failures end it `failed` with a kind and
         the resume command, and are re-raised as one-line errors for `cli.main`.
         """
-        hint = f"; resume with: {self.resume_hint(self.run_id)}"
+        hint = f"; resume with: {self.resume_command}"
+        where = database_file(self.engine)
         with ExitStack() as stack:
             if heartbeat:
                 stack.enter_context(Heartbeat(self.engine, self.run_id, clock=self.clock))
             try:
                 yield
-            except (FetchCancelled, AuthCancelled):
+            except (RunCancelled, FetchCancelled, AuthCancelled):
                 self._end(RunState.CANCELLED)
             except GmailAuthError as exc:
                 self._end(RunState.FAILED, kind=exc.kind, error=str(exc))
@@ -216,7 +226,7 @@ class RunLifecycle:
                 # The database itself may be the failure; then the next ingester marks the run abandoned.
                 with contextlib.suppress(OperationalError):
                     self._end(RunState.FAILED, kind="db", error=f"database error: {exc.orig}")
-                raise DatabaseError(f"database error: {exc.orig}{hint}") from exc
+                raise DatabaseError(f"{database_error(where, exc)}{hint}") from exc
             except OSError as exc:
                 self._end(RunState.FAILED, kind="io", error=f"reading failed: {exc}")
                 raise InputFileError(f"reading failed ({exc}){hint}") from exc
@@ -240,7 +250,7 @@ class RunLifecycle:
             t.new,
             t.skipped,
             t.excluded,
-            self.resume_hint(self.run_id),
+            self.resume_command,
             detail,
         )
 
@@ -251,12 +261,20 @@ def refuse_resume(run: Run | None, *, run_id: int, source: Source) -> None:
         raise RunNotFoundError(f"there is no run {run_id}; see `gmail-stats runs`")
     if run.source != source:
         raise RunNotFoundError(
-            f"run {run_id} is a {run.source} run, not {_NOUN[source]}; it can only be continued with "
-            f"{_VERB.get(run.source, 'its own command')}"
+            f"run {run_id} is {_NOUN.get(run.source, f'a {run.source} run')}, not {_NOUN[source]}; "
+            f"continue it with {_VERB.get(run.source, 'its own command')}"
         )
     if run.state == RunState.DONE:
         raise RunNotFoundError(f"run {run_id} already finished ({run.outcome}); there is nothing to resume")
 
 
-_VERB: dict[str, str] = {Source.MBOX: "`import`", Source.GMAIL_API: "`scan`"}
-_NOUN = {Source.MBOX: "an mbox import", Source.GMAIL_API: "a Gmail scan", Source.BACKFILL: "a Message-ID backfill"}
+_VERB: dict[str, str] = {
+    Source.MBOX: "`import`",
+    Source.GMAIL_API: "`scan`",
+    Source.BACKFILL: "`scan --backfill-message-ids` (running it again continues it)",
+}
+_NOUN: dict[str, str] = {
+    Source.MBOX: "an mbox import",
+    Source.GMAIL_API: "a Gmail scan",
+    Source.BACKFILL: "a Message-ID backfill",
+}

@@ -74,7 +74,7 @@ def reader_engine(db_path: Path, *, readonly_shm: bool = False) -> Engine:
         uri += "&readonly_shm=1"
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return sqlite3.connect(uri, uri=True)  # per checkout (NullPool): opened, used and closed on one thread
 
     engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
 

@@ -55,7 +55,7 @@ def test_second_ingester_is_refused_by_the_lock(tmp_path: Path, db_path: Path) -
         assert result.returncode == 75
         assert result.stderr.strip() == f"gmail-stats: another ingester is already running against {db_path}"
         assert time.monotonic() - started >= 1.5  # it waited out a possible viewer probe first
-        assert not db_path.exists()  # the lock is taken before the database is touched
+        assert db_path.stat().st_size == 0  # the holder made it; the refused one never wrote to it
     finally:
         holder.kill()
         holder.communicate()
@@ -67,7 +67,7 @@ def test_lock_is_not_inherited_by_children(db_path: Path) -> None:
         child = subprocess.Popen(["sleep", "30"], close_fds=False)
         try:
             targets = {os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{child.pid}/fd")}
-            assert str(db_path) + ".ingest.lock" not in targets
+            assert str(db_path) + ".ingest.lock" not in targets and str(db_path) not in targets
         finally:
             child.kill()
             child.wait()

@@ -113,12 +113,13 @@ def _run(engine: Engine, source: Source, *, state: RunState | None = None, mbox:
         (
             Source.GMAIL_API,
             RunState.CANCELLED,
-            "run 1 is a gmail_api run, not an mbox import; it can only be continued with `scan`",
+            "run 1 is a Gmail scan, not an mbox import; continue it with `scan`",
         ),
         (
             Source.BACKFILL,
             RunState.CANCELLED,
-            "run 1 is a backfill run, not an mbox import; it can only be continued with its own command",
+            "run 1 is a Message-ID backfill, not an mbox import; continue it with `scan --backfill-message-ids` "
+            "(running it again continues it)",
         ),
     ],
 )
