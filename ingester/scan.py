@@ -194,13 +194,15 @@ class _Scanner:
     def _commit(self, outcome: ChunkOutcome) -> bool:
         life, tally = self.life, self.life.tally
         records = []
+        notes: list[str] = []  # odd headers: counted anyway, and said so
+        now = self.life.clock()
         for meta in outcome.messages:
-            record = record_from_meta(meta)
+            record = record_from_meta(meta, now=now, warnings=notes)
             if record is None:
                 tally.excluded += 1
             else:
                 records.append(record)
-        warnings = [f"message {i} was deleted before it could be read; skipped" for i in outcome.gone]
+        warnings = notes + [f"message {i} was deleted before it could be read; skipped" for i in outcome.gone]
         warnings += [
             f"message {i} could not be fetched ({reason}); the next scan retries it"
             for i, reason in outcome.failed.items()
