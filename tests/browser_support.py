@@ -11,6 +11,9 @@ from pathlib import Path
 import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.models import RunOutcome, RunState, Source
+from shared.runs import add_warnings, create_run, finish_run, update_run
 from viewer.app import create_app
 from viewer.settings import ViewerSettings
 
@@ -82,3 +85,51 @@ class Console:
 def shoot(page: Page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+# ---- Scenarios shared by the trust-bug tests and the "before" captures -------------------------------------------
+
+
+def many_senders(count: int = 120) -> list[tuple[object, ...]]:
+    """`count` senders with falling counts; every third mostly unread, every fourth a mailing list."""
+    return [
+        (
+            f"user{i:03d}@{'news' if i % 4 == 0 else 'mail'}{i % 7}.example.com",
+            f"{chr(90 - i % 26)}-person {i:03d}",  # names sort differently from addresses
+            1000 - i,
+            1_500_000_000 + i * 86_400,
+            1_700_000_000 + i,
+            (i + 1) * 10_000,
+            (1000 - i) * 9 // 10 if i % 3 == 0 else i % 5,
+            1 if i % 4 == 0 else 0,
+        )
+        for i in range(count)
+    ]
+
+
+def seed_history(db_path: Path) -> None:
+    """Runs whose history used to contradict itself: done/complete, done/partial with warnings, a failed scan
+    that counted nothing, a cancelled import with warnings."""
+    engine = writer_engine(db_path)
+    with engine.begin() as conn:
+        partial = create_run(conn, source=Source.MBOX, pid=1, now=1_700_000_100, mbox_path="/nowhere/p.mbox")
+        update_run(conn, partial, now=1_700_000_110, messages_seen=500, messages_new=480, messages_skipped=20)
+        add_warnings(conn, partial, ["byte 1234: a header line has no colon", "byte 99871: message without From"])
+        finish_run(conn, partial, state=RunState.DONE, outcome=RunOutcome.PARTIAL, now=1_700_000_120)
+        scan = create_run(conn, source=Source.GMAIL_API, pid=1, now=1_700_000_200)
+        finish_run(
+            conn,
+            scan,
+            state=RunState.FAILED,
+            outcome=RunOutcome.PARTIAL,
+            now=1_700_000_210,
+            error_kind="missing_credentials",
+            error="no OAuth client file at /secrets/credentials.json",
+        )
+        cancelled = create_run(conn, source=Source.MBOX, pid=1, now=1_700_000_300, mbox_path="/nowhere/c.mbox")
+        update_run(
+            conn, cancelled, now=1_700_000_310, messages_seen=300, messages_new=300, bytes_total=1000, bytes_done=470
+        )
+        add_warnings(conn, cancelled, ["byte 555: Date header unreadable"])
+        finish_run(conn, cancelled, state=RunState.CANCELLED, outcome=RunOutcome.PARTIAL, now=1_700_000_320)
+    close_writer_keeping_sidecars(engine, db_path)

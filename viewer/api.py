@@ -221,7 +221,12 @@ def runs(
 @router.get("/imports")
 def imports(settings: SettingsDep) -> dict[str, Any]:
     files = list_mbox_files(settings.import_dir)
-    return {"import_dir": str(settings.import_dir), "files": [asdict(f) for f in files]}
+    # `import_dir_exists` lets the page say "create the folder" instead of "no file yet".
+    return {
+        "import_dir": str(settings.import_dir),
+        "import_dir_exists": settings.import_dir.is_dir(),
+        "files": [asdict(f) for f in files],
+    }
 
 
 @router.post("/runs", status_code=202)
