@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from playwright.sync_api import Browser, Page, Route
@@ -65,11 +64,15 @@ def capture(chromium: Browser, ref: str) -> None:
             page.wait_for_timeout(800)
             shoot(page, "trust-sender-sort-before")
             # A search whose answer arrives late, after the box was cleared: the empty state stays.
-            page.route(f"{url}/api/senders?q=zzz*", lambda route: (time.sleep(1.5), route.continue_()))
+            held: list[Route] = []
+            page.route(lambda u: "q=zzz" in u, lambda route: held.append(route))
             page.fill("#search", "zzz")
-            page.wait_for_timeout(400)
+            page.wait_for_timeout(600)
             page.fill("#search", "")
-            page.wait_for_timeout(2500)
+            page.wait_for_timeout(1000)
+            for route in held:
+                route.continue_()
+            page.wait_for_timeout(1000)
             shoot(page, "trust-stale-search-before")
             page.evaluate(
                 "localStorage.setItem('gmail-stats.hidden', JSON.stringify("
@@ -84,7 +87,6 @@ def capture(chromium: Browser, ref: str) -> None:
             phone = _page(chromium, old, url, width=390)
             phone.goto(url)
             phone.wait_for_selector("#rows tr")
-            print("phone scrollWidth before:", phone.evaluate("document.documentElement.scrollWidth"))
             shoot(phone, "trust-phone-before")
             phone.context.close()
 
