@@ -84,9 +84,9 @@ class Console:
             self.problems.append(f"{message.type}: {text}")
 
 
-def shoot(page: Page, name: str) -> None:
+def shoot(page: Page, name: str, *, full_page: bool = True) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
 
 # ---- Scenarios shared by the trust-bug tests and the "before" captures -------------------------------------------

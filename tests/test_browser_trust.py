@@ -180,7 +180,9 @@ def test_phone_layout_fits_and_the_detail_view_shows_every_column(chromium: Brow
         )
         assert small == []
         suffix = "dark" if dark else "light"
-        shoot(page, f"trust-phone-{suffix}-fixed")
+        shoot(page, f"trust-phone-{suffix}-fixed", full_page=False)
+        page.locator("#table-nav").scroll_into_view_if_needed()
+        shoot(page, f"trust-phone-table-{suffix}-fixed", full_page=False)
         page.locator("#rows tr").first.locator("button.who").click()
         dialog = page.locator("#detail")
         expect(dialog).to_be_visible()
@@ -188,7 +190,7 @@ def test_phone_layout_fits_and_the_detail_view_shows_every_column(chromium: Brow
             ["Messages", "Share of all mail", "Unread", "Size", "First seen", "Last seen"]
         )
         expect(dialog.locator("dd").nth(3)).to_have_text("10.0 KB")
-        shoot(page, f"trust-phone-detail-{suffix}-fixed")
+        shoot(page, f"trust-phone-detail-{suffix}-fixed", full_page=False)
         page.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
         assert problems_besides_missing_routes(console, filled) == []
@@ -268,6 +270,8 @@ def test_errors_stay_beside_the_action_and_a_cancelled_import_says_it_is_partial
         )
         expect(page.locator("#pill")).to_have_text("Last run cancelled")
         shoot(page, "trust-cancelled-fixed")
+        page.locator("#history-list > li").first.get_by_role("button", name="Log").click()
+        expect(page.locator("#history-log")).to_contain_text("--resume")  # the ingester's own resume hint
         resume = banner.get_by_role("button", name="Resume")
         resume.click()
         expect(page.locator("#history-list > li").first).to_contain_text("done", timeout=120_000)

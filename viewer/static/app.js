@@ -43,6 +43,8 @@ async function loadVolume() {
     drawVolume($("chart-all"), volume, { caption: "Messages per month, all mail" });
     $("chart-note").textContent = volume.undated ? `${fmt(volume.undated)} messages have no date` : "";
   } catch (err) {
+    // A viewer without /api/volume has no chart to offer: drop the panel rather than show an error in it.
+    $("chart-all").closest(".chart-panel").classList.toggle("hidden", err instanceof ApiFailure && err.status === 404);
     $("chart-all").replaceChildren(el("p", { cls: "hint", text: err instanceof ApiFailure ? err.message : "The chart could not be loaded." }));
   }
 }

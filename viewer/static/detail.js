@@ -1,7 +1,7 @@
 // The row detail view (a modal <dialog>): every column of one sender or domain, its links, and its volume
 // chart. On a phone it is the only place Size, First seen and Last seen are shown.
 
-import { Latest } from "./api.js";
+import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { failureText } from "./messages.js";
 import { state } from "./state.js";
@@ -56,7 +56,8 @@ export async function openDetail({ kind, row, totalMessages }) {
     drawVolume(chart, volume, { caption: `Messages per month from ${name}` });
     if (volume.undated) chart.append(el("p", { cls: "hint", text: `${fmt(volume.undated)} messages have no date.` }));
   } catch (err) {
-    chart.replaceChildren(el("p", { cls: "hint", text: failureText(err).text }));
+    const missing = err instanceof ApiFailure && err.status === 404;
+    chart.replaceChildren(el("p", { cls: "hint", text: missing ? "This viewer has no monthly figures yet." : failureText(err).text }));
   }
   state.detailOpen = true;
 }

@@ -35,8 +35,11 @@ export function fraction(run) {
 }
 
 export function isRetrying(status, run) {
-  if (typeof status.retrying === "boolean") return status.retrying && run.state === "running";
-  return false;
+  if (run.state !== "running") return false;
+  if (typeof status.retrying === "boolean") return status.retrying;
+  // A viewer older than `retrying` on /api/status: read the newest warning as before.
+  const tail = run.warnings_tail || [];
+  return tail.length > 0 && /rate.?limit|429|quota|retry/i.test(String(tail[tail.length - 1]));
 }
 
 // ---- The live panel -----------------------------------------------------------------------------------------

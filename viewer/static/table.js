@@ -227,7 +227,7 @@ function senderRow(s, totalMessages, topCount) {
 export function senderActions(s, name, { inDialog = false } = {}) {
   const box = el("div", { cls: "actions" });
   const gmail = gmailLink(s);
-  if (gmail) box.append(el("a", { cls: "link-action", text: "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open ${name} in Gmail`, title: "Open this sender's mail in Gmail" } }));
+  if (gmail) box.append(el("a", { cls: "link-action", text: inDialog ? "Open in Gmail" : "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open ${name} in Gmail`, title: "Open this sender's mail in Gmail" } }));
   const unsub = safeLink(s.unsubscribe_url, ["https:", "mailto:"]);
   if (unsub) {
     const title = s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
