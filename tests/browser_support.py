@@ -165,3 +165,48 @@ def _serves(base_url: str, path: str) -> bool:
         return api_has(base_url, path)
     except urllib.error.HTTPError:
         return False
+
+
+# sender, display name, messages, unread, List-Unsubscribe header (or ""), one-click
+FEATURE_SENDERS: list[tuple[str, str, int, int, str, bool]] = [
+    (
+        "news@shop.example.com",
+        "Shop News",
+        60,
+        55,
+        "<https://shop.example.com/unsub?u=1>, <mailto:u@shop.example.com>",
+        True,
+    ),
+    ("deals@mail.shop.example.com", "Shop Deals", 20, 18, "<mailto:unsub@shop.example.com>", False),
+    ("alice@friends.example.org", "Alice", 30, 0, "", False),
+    ("bob@friends.example.org", "Bob", 12, 2, "", False),
+    ("digest@news.example.co.uk", "Daily Digest", 15, 14, "<https://news.example.co.uk/u>", False),
+    ("rare@once.example.net", "", 2, 2, "<https://once.example.net/u>", False),
+]
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+def feature_mbox() -> bytes:
+    """A Takeout-like mbox with unread labels, List-Unsubscribe headers and dates spread over three years."""
+    parts: list[bytes] = []
+    n = 0
+    for sender, name, count, unread, unsubscribe, one_click in FEATURE_SENDERS:
+        for i in range(count):
+            month = (n * 7 + i) % 36
+            when = f"{(i % 27) + 1:02d} {_MONTHS[month % 12]} {2021 + month // 12} 10:00:00 +0000"
+            labels = "Inbox,Unread" if i < unread else "Inbox"
+            head = f"From: {name} <{sender}>" if name else f"From: {sender}"
+            lines = [
+                f"From {n}@xxx Fri Dec 04 20:33:24 +0000 2020",
+                head,
+                f"Date: {when}",
+                f"Message-ID: <{n}.feature@test>",
+                f"X-Gmail-Labels: {labels}",
+            ]
+            if unsubscribe:
+                lines.append(f"List-Unsubscribe: {unsubscribe}")
+                if one_click:
+                    lines.append("List-Unsubscribe-Post: List-Unsubscribe=One-Click")
+            parts.append(("\n".join(lines) + "\n\nbody\n").encode())
+            n += 1
+    return b"".join(parts)

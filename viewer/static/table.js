@@ -317,6 +317,8 @@ export function hide(sender, name) {
   $("undo-text").textContent = `Hid ${name}. It no longer counts in totals or pages.`;
   $("undo").classList.remove("hidden");
   $("undo-button").dataset.sender = sender;
+  // The row (and the focused Hide button) is gone: keyboard users land on Undo instead of the page top.
+  if (document.activeElement === document.body || !document.contains(document.activeElement) || document.activeElement.classList.contains("hide-button")) $("undo-button").focus();
   clearTimeout(undoTimer);
   undoTimer = setTimeout(() => $("undo").classList.add("hidden"), 15000);
 }
@@ -374,6 +376,9 @@ export function wireTable() {
     $("hidden-toggle").setAttribute("aria-expanded", String(open));
     renderHiddenList();
   });
-  $("undo-button").addEventListener("click", () => unhide($("undo-button").dataset.sender));
+  $("undo-button").addEventListener("click", () => {
+    unhide($("undo-button").dataset.sender);
+    $("table-nav").focus();
+  });
   renderHiddenList();
 }
