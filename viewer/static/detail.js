@@ -4,7 +4,6 @@
 import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { failureText } from "./messages.js";
-import { state } from "./state.js";
 import { $, bytes, date, el, fmt, percent } from "./util.js";
 
 const channel = new Latest();
@@ -59,7 +58,6 @@ export async function openDetail({ kind, row, totalMessages }) {
     const missing = err instanceof ApiFailure && err.status === 404;
     chart.replaceChildren(el("p", { cls: "hint", text: missing ? "This viewer has no monthly figures yet." : failureText(err).text }));
   }
-  state.detailOpen = true;
 }
 
 export function wireDetail() {
@@ -69,7 +67,6 @@ export function wireDetail() {
     if (event.target === dialog) dialog.close(); // a click on the backdrop
   });
   dialog.addEventListener("close", () => {
-    state.detailOpen = false;
     if (opener && document.contains(opener)) opener.focus();
   });
 }

@@ -3,8 +3,9 @@
 
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
+import { hide, unhide, wireHidden } from "./hidden.js";
 import { notice, showFailure } from "./messages.js";
-import { saveHidden, state } from "./state.js";
+import { state } from "./state.js";
 import { $, bytes, date, el, fmt, percent, store } from "./util.js";
 
 const MOSTLY_UNREAD = 0.8;
@@ -298,50 +299,6 @@ export function setPreset(name) {
   loadTable();
 }
 
-// ---- Hidden senders ----------------------------------------------------------------------------------------
-
-let undoTimer = null;
-
-export function hide(sender, name) {
-  state.hidden.add(sender);
-  saveHidden();
-  const t = state.table;
-  loadTable().then(() => {
-    // Hiding the last row of the last page would leave an empty page: step back one.
-    if (state.lastPage && t.offset > 0 && t.offset >= state.lastPage.total) {
-      t.offset = Math.max(0, t.offset - t.limit);
-      loadTable();
-    }
-  });
-  renderHiddenList();
-  $("undo-text").textContent = `Hid ${name}. It no longer counts in totals or pages.`;
-  $("undo").classList.remove("hidden");
-  $("undo-button").dataset.sender = sender;
-  // The row (and the focused Hide button) is gone: keyboard users land on Undo instead of the page top.
-  if (document.activeElement === document.body || !document.contains(document.activeElement) || document.activeElement.classList.contains("hide-button")) $("undo-button").focus();
-  clearTimeout(undoTimer);
-  undoTimer = setTimeout(() => $("undo").classList.add("hidden"), 15000);
-}
-
-export function unhide(sender) {
-  state.hidden.delete(sender);
-  saveHidden();
-  $("undo").classList.add("hidden");
-  renderHiddenList();
-  loadTable();
-}
-
-export function renderHiddenList() {
-  $("hidden-count").textContent = fmt(state.hidden.size);
-  const items = [...state.hidden].sort().map((sender) => {
-    const b = el("button", { cls: "button ghost small", text: "Unhide", attrs: { type: "button", "aria-label": `Unhide ${sender || "(no sender)"}` } });
-    b.addEventListener("click", () => unhide(sender));
-    return el("li", {}, [el("span", { cls: "hidden-sender", text: sender || "(no sender)" }), b]);
-  });
-  if (!items.length) items.push(el("li", { cls: "hint", text: "No hidden senders." }));
-  $("hidden-list").replaceChildren(...items);
-}
-
 export function wireTable() {
   const size = $("page-size");
   size.value = String(state.table.limit);
@@ -371,14 +328,5 @@ export function wireTable() {
   $("view-senders").addEventListener("click", () => setView("senders"));
   $("view-domains").addEventListener("click", () => setView("domains"));
   for (const b of document.querySelectorAll("button.preset")) b.addEventListener("click", () => setPreset(b.dataset.preset));
-  $("hidden-toggle").addEventListener("click", () => {
-    const open = $("hidden-panel").classList.toggle("hidden") === false;
-    $("hidden-toggle").setAttribute("aria-expanded", String(open));
-    renderHiddenList();
-  });
-  $("undo-button").addEventListener("click", () => {
-    unhide($("undo-button").dataset.sender);
-    $("table-nav").focus();
-  });
-  renderHiddenList();
+  wireHidden();
 }
