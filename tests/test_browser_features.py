@@ -50,7 +50,7 @@ def _serves(url: str, path: str) -> bool:
 
 
 def _senders(page: Page) -> list[str]:
-    return page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
+    return [str(s) for s in page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")]
 
 
 def _open(chromium: Browser, url: str, **kwargs: object) -> tuple[Page, list[str]]:

@@ -48,10 +48,6 @@ def filled(tmp_path: Path, db_path: Path) -> Iterator[str]:
         yield url
 
 
-def _senders(page: Page) -> list[str]:
-    return page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
-
-
 def test_share_bars_are_filled_and_columns_keep_their_width(chromium: Browser, filled: str) -> None:
     page, console = new_page(chromium)
     page.goto(filled)
