@@ -5,7 +5,7 @@ import { ApiFailure } from "./api.js";
 import { $, el, richText } from "./util.js";
 
 /** Shows `text` in the message slot `slotId` (beside the button that failed) until dismissed or replaced. */
-export function showMessage(slotId, text, kind = "error", hint = "") {
+export function showMessage(slotId, text, kind = "error", hint = "", { scroll = true } = {}) {
   const slot = typeof slotId === "string" ? $(slotId) : slotId;
   const body = el("div", { cls: "message-body" });
   richText(body, text);
@@ -14,7 +14,7 @@ export function showMessage(slotId, text, kind = "error", hint = "") {
   close.addEventListener("click", () => slot.replaceChildren());
   const box = el("div", { cls: `message ${kind}`, attrs: { role: kind === "error" ? "alert" : "status" } }, [body, close]);
   slot.replaceChildren(box);
-  box.scrollIntoView({ block: "nearest" });
+  if (scroll) box.scrollIntoView({ block: "nearest" });
   return box;
 }
 
@@ -27,9 +27,9 @@ export function failureText(err) {
   return { text: "The viewer is not answering; check that it is still running.", hint: "" };
 }
 
-export function showFailure(slotId, err) {
+export function showFailure(slotId, err, options = {}) {
   const { text, hint } = failureText(err);
-  return showMessage(slotId, text, "error", hint);
+  return showMessage(slotId, text, "error", hint, options);
 }
 
 /** The page-wide line for transient trouble (busy database, viewer unreachable); cleared by the next success. */

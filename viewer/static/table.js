@@ -4,7 +4,7 @@
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
 import { hide, unhide, wireHidden } from "./hidden.js";
-import { notice, showFailure } from "./messages.js";
+import { notice, showFailure, showMessage } from "./messages.js";
 import { state } from "./state.js";
 import { $, bytes, date, el, fmt, percent, store } from "./util.js";
 
@@ -49,8 +49,17 @@ export function filterParams() {
   if (t.q) params.set("q", t.q);
   for (const [k, v] of Object.entries(PRESETS[t.preset].filters)) params.set(k, String(v));
   if (t.domain && state.view === "senders") params.set("domain", t.domain);
-  for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
+  if (!excludeTooLong()) for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
   return params;
+}
+
+// A request line has to stay well under the server's limit (h11 refuses heads over 16 KiB).
+const MAX_EXCLUDE_CHARS = 8000;
+
+export function excludeTooLong() {
+  let length = 0;
+  for (const sender of state.hidden) length += encodeURIComponent(sender).length + 9;
+  return length > MAX_EXCLUDE_CHARS;
 }
 
 export function safeLink(raw, schemes) {
@@ -85,11 +94,15 @@ export async function loadTable() {
   try {
     page = await channel.get(`${path}?${params}`);
   } catch (err) {
-    showFailure("table-message", err); // keep the rows we have; say why they are not fresh
+    showFailure("table-message", err, { scroll: false }); // keep the rows we have; say why they are not fresh
     return;
   }
   if (page === null) return; // a newer request replaced this one
   $("table-message").replaceChildren();
+  if (excludeTooLong()) {
+    // Said, not hidden: the totals below still include the hidden senders until some are unhidden.
+    showMessage("table-message", `${fmt(state.hidden.size)} hidden senders are too many to leave the totals; they are only left out of the rows. Unhide some under Hidden.`, "info", "", { scroll: false });
+  }
   state.lastPage = page;
   state.lastTableRefresh = Date.now();
   renderTable(page);
