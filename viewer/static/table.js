@@ -53,10 +53,13 @@ export function filterParams() {
   return params;
 }
 
-// A request line has to stay well under the server's limit (h11 refuses heads over 16 KiB).
+// The API takes at most 200 `exclude=` values, and a request line has to stay well under the server's limit
+// (h11 refuses heads over 16 KiB).
+const MAX_EXCLUDED = 200;
 const MAX_EXCLUDE_CHARS = 8000;
 
 export function excludeTooLong() {
+  if (state.hidden.size > MAX_EXCLUDED) return true;
   let length = 0;
   for (const sender of state.hidden) length += encodeURIComponent(sender).length + 9;
   return length > MAX_EXCLUDE_CHARS;
