@@ -112,10 +112,10 @@ def test_search_sort_paging_and_hide(chromium: Browser, tmp_path: Path, db_path:
         expect(page.locator("#range")).to_have_text("26\u201350 of 120 senders")
         assert _row_senders(page)[0] == "user025@example.com"
 
-        page.click("button.sort[data-sort='sender']")
+        page.click("th[data-col='who'] button.sort")
         expect(page.locator("#range")).to_have_text("1\u201325 of 120 senders")
         expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "user000@example.com")
-        page.click("button.sort[data-sort='sender']")
+        page.click("th[data-col='who'] button.sort")
         expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "user119@example.com")
 
         page.fill("#search", "user05")

@@ -9,7 +9,7 @@ import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImp
 import { loadHistory, loadLog } from "./history.js";
 import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
-import { loadTable, wireTable } from "./table.js";
+import { excludeTooLong, loadTable, wireTable } from "./table.js";
 import { $, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
@@ -37,7 +37,9 @@ function renderDbProblem(kind, detail) {
 
 async function loadVolume() {
   try {
-    const volume = await volumeChannel.get("/api/volume");
+    const params = new URLSearchParams();
+    if (!excludeTooLong()) for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
+    const volume = await volumeChannel.get(`/api/volume${params.size ? `?${params}` : ""}`);
     if (volume === null) return;
     lastVolume = volume;
     lastVolumeAt = Date.now();
@@ -160,6 +162,7 @@ function init() {
       }, 1500);
     });
   }
+  document.addEventListener("hidden-changed", loadVolume);
   let resizeTimer = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizeTimer);

@@ -7,9 +7,14 @@ import { $, el, fmt } from "./util.js";
 
 let undoTimer = null;
 
+function changed() {
+  saveHidden();
+  document.dispatchEvent(new Event("hidden-changed")); // the all-mail chart leaves hidden senders out too
+}
+
 export function hide(sender, name) {
   state.hidden.add(sender);
-  saveHidden();
+  changed();
   const t = state.table;
   loadTable().then(() => {
     // Hiding the last row of the last page would leave an empty page: step back one.
@@ -30,7 +35,7 @@ export function hide(sender, name) {
 
 export function unhide(sender) {
   state.hidden.delete(sender);
-  saveHidden();
+  changed();
   $("undo").classList.add("hidden");
   renderHiddenList();
   loadTable();

@@ -26,6 +26,7 @@ export const state = {
   tableDirty: true,
   lastProgressKey: "",
   cancelling: null, // run id whose cancel was asked for, until the run ends
+  nameSort: false, // the API sorts senders by shown name (`sort=name`)
 };
 
 export function saveHidden() {

@@ -22,7 +22,7 @@ export const PRESETS = {
 // [key, label, sort key or null, extra class]; the widths live in app.css (table-layout: fixed).
 const COLUMNS = {
   senders: [
-    ["who", "Sender", "sender", "col-who"],
+    ["who", "Sender", "@sender", "col-who"],
     ["mails_sent", "Messages", "mails_sent", "num col-count"],
     ["share", "Share", null, "num col-share"],
     ["unread", "Unread", "unread_ratio", "num col-unread"],
@@ -81,7 +81,14 @@ export function gmailLink(s) {
   return s.sender ? `https://mail.google.com/mail/u/0/#search/${encodeURIComponent(`from:${s.sender}`)}` : null;
 }
 
-export const unreadRatio = (row) => (row.mails_sent ? (row.unread || 0) / row.mails_sent : null);
+export const unreadRatio = (row) =>
+  typeof row.unread_ratio === "number" ? row.unread_ratio : row.mails_sent ? (row.unread || 0) / row.mails_sent : null;
+
+// The Sender column sorts by what the row shows (`name`: the display name, else the address) where the API
+// offers it; an older API sorts by address only, and then the rows show the address first.
+function senderSortKey() {
+  return state.nameSort ? "name" : "sender";
+}
 
 export async function loadTable() {
   const t = state.table;
@@ -101,6 +108,7 @@ export async function loadTable() {
     return;
   }
   if (page === null) return; // a newer request replaced this one
+  if (page.senders && page.senders.length && "gmail_url" in page.senders[0]) state.nameSort = true;
   $("table-message").replaceChildren();
   if (excludeTooLong()) {
     // Said, not hidden: the totals below still include the hidden senders until some are unhidden.
@@ -114,7 +122,7 @@ export async function loadTable() {
 
 function renderHead() {
   const t = state.table;
-  const cols = COLUMNS[state.view];
+  const cols = COLUMNS[state.view].map(([key, label, sort, cls]) => [key, label, sort === "@sender" ? senderSortKey() : sort, cls]);
   $("cols").replaceChildren(...cols.map(([, , , cls]) => el("col", { cls })));
   $("head").replaceChildren(
     ...cols.map(([key, label, sort, cls]) => {
@@ -136,7 +144,7 @@ function sortBy(sort) {
   if (t.sort === sort) t.order = t.order === "desc" ? "asc" : "desc";
   else {
     t.sort = sort;
-    t.order = ["sender", "domain"].includes(sort) ? "asc" : "desc";
+    t.order = ["sender", "name", "domain"].includes(sort) ? "asc" : "desc";
   }
   t.offset = 0;
   loadTable();
@@ -146,15 +154,7 @@ export function renderTable(page) {
   const t = state.table;
   renderHead();
   const items = state.view === "domains" ? page.domains || [] : page.senders || [];
-  $("tile-messages").textContent = fmt(page.total_messages);
-  $("tile-senders").textContent = fmt(page.total_senders);
-  const hiddenNote = state.hidden.size ? `without ${fmt(state.hidden.size)} hidden` : "";
-  $("tile-messages-sub").textContent = hiddenNote;
-  $("tile-senders-sub").textContent = hiddenNote;
-  const top = page.top_sender;
-  $("tile-top").textContent = top ? top.display_name || top.sender || "(no sender)" : "–";
-  $("tile-top").title = top ? top.sender : "";
-  $("tile-top-count").textContent = top ? `${top.display_name ? `${top.sender} · ` : ""}${fmt(top.mails_sent)} messages` : "";
+  renderTiles(page);
   const freshness = $("freshness");
   freshness.textContent = `Updated ${new Date(page.generated_at_unix * 1000).toLocaleTimeString()}`;
   freshness.title = "When these numbers were read from the database";
@@ -178,6 +178,19 @@ export function renderTable(page) {
   $("prev").disabled = t.offset === 0;
   $("next").disabled = t.offset + t.limit >= page.total;
   renderDomainFilter();
+}
+
+function renderTiles(page) {
+  const hiddenNote = state.hidden.size && !excludeTooLong() ? `without ${fmt(state.hidden.size)} hidden` : "";
+  $("tile-messages").textContent = fmt(page.total_messages);
+  $("tile-messages-sub").textContent = hiddenNote;
+  if (state.view === "domains") return; // a domain page has no sender totals: keep the last ones
+  $("tile-senders").textContent = fmt(page.total_senders);
+  $("tile-senders-sub").textContent = hiddenNote;
+  const top = page.top_sender;
+  $("tile-top").textContent = top ? top.display_name || top.sender || "(no sender)" : "–";
+  $("tile-top").title = top ? top.sender : "";
+  $("tile-top-count").textContent = top ? `${top.display_name ? `${top.sender} · ` : ""}${fmt(top.mails_sent)} messages` : "";
 }
 
 function renderDomainFilter() {
@@ -245,7 +258,7 @@ export function senderActions(s, name, { inDialog = false } = {}) {
   const box = el("div", { cls: "actions" });
   const gmail = gmailLink(s);
   if (gmail) box.append(el("a", { cls: "link-action", text: inDialog ? "Open in Gmail" : "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open ${name} in Gmail`, title: "Open this sender's mail in Gmail" } }));
-  const unsub = safeLink(s.unsubscribe_url, ["https:", "mailto:"]);
+  const unsub = safeLink(s.unsubscribe_url, ["https:", "http:", "mailto:"]);
   if (unsub) {
     const title = s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
     box.append(el("a", { cls: "link-action unsub", text: "Unsubscribe", attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": `Unsubscribe from ${name}`, title } }));
@@ -269,6 +282,8 @@ function domainRow(d, totalMessages, topCount) {
   who.addEventListener("click", () => openDetail({ kind: "domain", row: d, totalMessages }));
   const show = el("button", { cls: "button ghost small", text: "Senders", attrs: { type: "button", "aria-label": `Show the senders of ${d.domain}` } });
   show.addEventListener("click", () => showDomainSenders(d.domain));
+  const gmail = safeLink(d.gmail_url, ["https:"]);
+  const links = gmail && gmail.startsWith("https://mail.google.com/") ? [el("a", { cls: "link-action", text: "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open mail from ${d.domain} in Gmail` } })] : [];
   const tr = el("tr", {}, [
     el("td", { cls: "col-who" }, [who]),
     el("td", { cls: "num col-count", text: fmt(d.senders) }),
@@ -277,7 +292,7 @@ function domainRow(d, totalMessages, topCount) {
     unreadCell(d),
     el("td", { cls: "num col-bytes", text: bytes(d.bytes) }),
     el("td", { cls: "col-date col-last", text: date(d.last_seen_unix) }),
-    el("td", { cls: "col-actions" }, [el("div", { cls: "actions" }, [show])]),
+    el("td", { cls: "col-actions" }, [el("div", { cls: "actions" }, [...links, show])]),
   ]);
   tr.dataset.domain = d.domain;
   return tr;
@@ -300,6 +315,13 @@ export function setView(view) {
   $("view-senders").setAttribute("aria-pressed", String(view === "senders"));
   $("view-domains").setAttribute("aria-pressed", String(view === "domains"));
   $("search").placeholder = view === "domains" ? "Search domains" : "Search senders";
+  // The API applies the sender filters to senders only: in the domain view only "All" and "Largest" mean anything.
+  for (const b of document.querySelectorAll("button.preset")) {
+    b.disabled = view === "domains" && ["unsubscribe", "unread"].includes(b.dataset.preset);
+    b.title = b.disabled ? "Applies to senders, not domains" : b.dataset.title || "";
+  }
+  if (view === "domains" && ["unsubscribe", "unread"].includes(t.preset)) t.preset = "all";
+  for (const b of document.querySelectorAll("button.preset")) b.setAttribute("aria-pressed", String(b.dataset.preset === t.preset));
   $("search").setAttribute("aria-label", $("search").placeholder);
   loadTable();
 }
@@ -343,6 +365,9 @@ export function wireTable() {
   });
   $("view-senders").addEventListener("click", () => setView("senders"));
   $("view-domains").addEventListener("click", () => setView("domains"));
-  for (const b of document.querySelectorAll("button.preset")) b.addEventListener("click", () => setPreset(b.dataset.preset));
+  for (const b of document.querySelectorAll("button.preset")) {
+    b.dataset.title = b.title;
+    b.addEventListener("click", () => setPreset(b.dataset.preset));
+  }
   wireHidden();
 }
