@@ -72,7 +72,8 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
   for (const fraction of [0, 0.5, 1]) {
     const y = PAD.top + plotH * (1 - fraction);
     root.append(svg("line", { class: "grid", x1: PAD.left, x2: width - PAD.right, y1: y, y2: y }));
-    root.append(svg("text", { class: "axis", x: PAD.left - 6, y: y + 4, "text-anchor": "end" }, fmt(max * fraction)));
+    // Messages come whole: a middle line that would read "2.5" keeps its line but not its label.
+    if (Number.isInteger(max * fraction)) root.append(svg("text", { class: "axis", x: PAD.left - 6, y: y + 4, "text-anchor": "end" }, fmt(max * fraction)));
   }
   months.forEach((m, i) => {
     const h = (m.messages / max) * plotH;
