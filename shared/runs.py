@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
-from shared.models import OPEN_STATES, IngestRun, RunOutcome, RunState, Source
+from shared.models import OPEN_STATES, RunOutcome, RunState, Source, ingest_runs
 
 WARNINGS_TAIL_MAX = 50
 # Never shown outside the ingester: a page token is a credential-like cursor, the fingerprint is internal.
 PRIVATE_COLUMNS = frozenset({"resume_token", "mbox_fingerprint", "launch_token"})
-_T = cast(Table, IngestRun.__table__)
+_T = ingest_runs
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,18 +8,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Table, and_, func, literal, or_, select, true
+from sqlalchemy import ColumnElement, Connection, and_, func, literal, or_, select, true
 from sqlalchemy.sql.elements import UnaryExpression
 
 from shared.migrations import LATEST_VERSION, schema_version
-from shared.models import IngestRun, SeenMail, Sender, Source
+from shared.models import Source, ingest_runs, seen_mails, senders
 from shared.summary import SENDER_COLUMNS, SenderRow
 
-_SENDERS = cast(Table, Sender.__table__)
-_SEEN = cast(Table, SeenMail.__table__)
-_RUNS = cast(Table, IngestRun.__table__)
+_SENDERS = senders
+_SEEN = seen_mails
+_RUNS = ingest_runs
 _EXPORT_CHUNK = 2000
 
 
