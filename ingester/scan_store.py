@@ -25,9 +25,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.sqlite import insert
 
+from ingester.compiled import driver_sql
 from ingester.records import MailRecord
-from ingester.store import driver_sql, month_of
-from shared.models import Source, backfill_checked, gmail_retry, seen_mails, sender_months, senders, sync_state
+from ingester.rollups import month_of, remove_message
+from ingester.search_index import unindex_sender
+from shared.models import Source, backfill_checked, gmail_retry, seen_mails, senders, sync_state
 
 HISTORY_ID_KEY = "gmail_history_id"
 # The mailbox historyId when the current (maybe interrupted) scan first started; becomes HISTORY_ID_KEY at its end.
@@ -137,10 +139,14 @@ def fill_scan_row(conn: Connection, record: MailRecord) -> None:
 
 
 @cache
-def _collapse_statements() -> tuple[str, str, str, str, str, str]:
-    s, m = senders.c, sender_months.c
+def _collapse_statements() -> tuple[str, ...]:
+    s = senders.c
     zero: ColumnElement[int] = literal_column("0")
     one: ColumnElement[int] = literal_column("1")
+    kept = select(_M.counted).where(_M.mail_id == bindparam("key"))
+    others = select(_M.id, _M.sender, _M.size_bytes, _M.unread, _M.list_unsubscribe, _M.date_unix, _M.run_id).where(
+        _M.rfc_message_id == bindparam("rfc"), _M.counted == one, _M.mail_id != bindparam("key")
+    )
     take_sender = (
         update(senders)
         .where(s.sender == bindparam("key"))
@@ -150,42 +156,45 @@ def _collapse_statements() -> tuple[str, str, str, str, str, str]:
             unread=func.max(s.unread - bindparam("unread"), zero),
             list_unsubscribe=func.max(s.list_unsubscribe - bindparam("lu"), zero),
         )
-    )
-    take_month = (
-        update(sender_months)
-        .where(m.sender == bindparam("key"), m.month == bindparam("month"))
-        .values(messages=func.max(m.messages - one, zero), bytes=func.max(m.bytes - bindparam("size"), zero))
-    )
-    kept = select(_M.counted).where(_M.mail_id == bindparam("key"))
-    others = select(_M.id, _M.sender, _M.size_bytes, _M.unread, _M.list_unsubscribe, _M.date_unix, _M.run_id).where(
-        _M.rfc_message_id == bindparam("rfc"), _M.counted == one, _M.mail_id != bindparam("key")
+        .returning(s.mails_sent, s.domain, s.id, s.display_name)
     )
     return (
         driver_sql(kept, ("key",)),
         driver_sql(others, ("rfc", "key")),
         driver_sql(update(seen_mails).where(_M.id == bindparam("row")).values(counted=zero), ("row",)),
         driver_sql(take_sender, ("size", "unread", "lu", "key")),
-        driver_sql(take_month, ("size", "key", "month")),
-        driver_sql(delete(senders).where(s.mails_sent <= zero), ()),
+        driver_sql(delete(senders).where(s.sender == bindparam("key")), ("key",)),
     )
 
 
 def collapse_double_counts(conn: Connection, *, keep_mail_id: str, rfc_message_id: str) -> int:
     """Leaves `keep_mail_id` the only counted row of its Message-ID: every other counted one is uncounted and
-    taken off its sender's totals and month. Returns how many were uncounted (0 when run again: idempotent)."""
-    find_kept, find_others, uncount, take_sender, take_month, drop_empty = _collapse_statements()
+    taken off its sender's totals and the rollups. Returns how many were uncounted (0 when run again)."""
+    find_kept, find_others, uncount, take_sender, drop_sender = _collapse_statements()
     kept = conn.exec_driver_sql(find_kept, (keep_mail_id,)).first()
     if kept is None or not kept[0]:
         return 0
     others = conn.exec_driver_sql(find_others, (rfc_message_id, keep_mail_id)).all()
     for row_id, sender, size, unread, unsubscribe, date_unix, run_id in others:
         conn.exec_driver_sql(uncount, (row_id,))
-        conn.exec_driver_sql(take_sender, (size, unread, unsubscribe, sender))
-        month = month_of(date_unix)
-        if month is not None and run_id is not None:  # rows of Rust-era databases were never given a month
-            conn.exec_driver_sql(take_month, (size, sender, month))
-    if others:
-        conn.exec_driver_sql(drop_empty)
+        left = conn.exec_driver_sql(take_sender, (size, unread, unsubscribe, sender)).first()
+        if left is None:
+            continue  # no sender row (never counted under it): nothing to take off
+        gone = int(left[0]) <= 0
+        if gone:
+            conn.exec_driver_sql(drop_sender, (sender,))
+            unindex_sender(conn, row_id=int(left[2]), sender=sender, display_name=str(left[3]))
+        remove_message(
+            conn,
+            sender=sender,
+            domain=str(left[1]),
+            # Rows of Rust-era databases (no run) were never given a month.
+            month=month_of(date_unix) if run_id is not None else None,
+            size=size,
+            unread=unread,
+            list_unsubscribe=unsubscribe,
+            sender_gone=gone,
+        )
     return len(others)
 
 

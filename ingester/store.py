@@ -6,18 +6,18 @@ The statements are Core expressions over `shared.models`, compiled once; callers
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, literal_column, or_
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.dialects.sqlite import insert
 
+from ingester.compiled import driver_sql
 from ingester.records import MailRecord
-from shared.domains import registrable_domain
-from shared.models import Source, seen_mails, sender_months, senders
+from ingester.rollups import DomainDelta, StoredSender, add_batch, domain_for, month_of, stored_senders
+from ingester.search_index import index_senders
+from shared.models import Source, seen_mails, senders
 
 _SEEN_COLUMNS = (
     "mail_id",
@@ -49,18 +49,6 @@ _SENDER_COLUMNS = (
     "unsubscribe_unix",
     "one_click",
 )
-_MONTH_COLUMNS = ("sender", "month", "messages", "bytes")
-
-
-def driver_sql(statement: object, columns: tuple[str, ...]) -> str:
-    """Compiles a Core statement once to qmark SQL whose parameters are exactly `columns`, in that order.
-
-    The hot path then runs plain `executemany` on tuples: building and compiling Core statements per batch
-    would cost more than the writes themselves at tens of thousands of messages a second.
-    """
-    compiled = statement.compile(dialect=sqlite.dialect(paramstyle="qmark"))  # type: ignore[attr-defined]
-    assert tuple(compiled.positiontup) == columns, compiled.positiontup
-    return str(compiled)
 
 
 @cache
@@ -79,10 +67,12 @@ def _keep_max(column: str) -> object:
 
 
 @cache
-def _upsert_sender() -> str:
+def _upsert_sender(*, lean: bool) -> str:
     """Adds a batch's per-sender delta; the name and unsubscribe targets follow the newest dated message.
 
-    SQLite evaluates every SET expression against the row as it was, so each CASE sees the old name/time.
+    SQLite evaluates every SET expression against the row as it was, so each CASE sees the old name/time. The
+    `lean` form leaves `display_name` and `first_seen_unix` out of the SET list: SQLite rewrites the entries of
+    every index over an assigned column, and for most senders of a batch neither can change (the caller knows).
     """
     stmt = insert(senders).values({c: bindparam(c) for c in _SENDER_COLUMNS})
     s, new = senders.c, stmt.excluded
@@ -101,38 +91,30 @@ def _upsert_sender() -> str:
     )
     update = {
         "mails_sent": s.mails_sent + new.mails_sent,
-        "first_seen_unix": _keep_min("first_seen_unix"),
         "last_seen_unix": _keep_max("last_seen_unix"),
         "bytes": s.bytes + new.bytes,
         "unread": s.unread + new.unread,
         "list_unsubscribe": s.list_unsubscribe + new.list_unsubscribe,
-        "display_name": case((newer_name, new.display_name), else_=s.display_name),
         "display_name_unix": case((newer_name, new.display_name_unix), else_=s.display_name_unix),
         **{
             name: case((newer_target, new[name]), else_=s[name])
             for name in ("unsubscribe_web", "unsubscribe_mailto", "unsubscribe_unix", "one_click")
         },
     }
+    if not lean:
+        update["first_seen_unix"] = _keep_min("first_seen_unix")
+        update["display_name"] = case((newer_name, new.display_name), else_=s.display_name)
     return driver_sql(stmt.on_conflict_do_update(index_elements=[s.sender], set_=update), _SENDER_COLUMNS)
 
 
-@cache
-def _upsert_month() -> str:
-    stmt = insert(sender_months).values({c: bindparam(c) for c in _MONTH_COLUMNS})
-    m, new = sender_months.c, stmt.excluded
-    update = {"messages": m.messages + new.messages, "bytes": m.bytes + new.bytes}
-    return driver_sql(stmt.on_conflict_do_update(index_elements=[m.sender, m.month], set_=update), _MONTH_COLUMNS)
-
-
-def month_of(date_unix: int | None) -> str | None:
-    """The UTC calendar month ("YYYY-MM") of a date, or None for undated (or unrepresentable) dates."""
-    if date_unix is None:
-        return None
-    try:
-        moment = time.gmtime(date_unix)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return f"{moment.tm_year:04d}-{moment.tm_mon:02d}" if 1 <= moment.tm_year <= 9999 else None
+def _needs_full_upsert(delta: _SenderDelta, stored: StoredSender | None) -> bool:
+    """True when the batch may change the sender's name or first-seen date (or the sender is new)."""
+    if stored is None:
+        return True
+    if delta.display_name and delta.display_name != stored.display_name:
+        return True
+    first = delta.first_seen_unix
+    return first is not None and (stored.first_seen_unix is None or first < stored.first_seen_unix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +160,7 @@ class _SenderDelta:
             self.unsubscribe_unix = date
             self.one_click = record.one_click
 
-    def row(self, sender: str) -> tuple[object, ...]:
+    def row(self, sender: str, domain: str) -> tuple[object, ...]:
         return (
             sender,
             self.display_name,
@@ -189,12 +171,32 @@ class _SenderDelta:
             self.bytes,
             self.unread,
             self.list_unsubscribe,
-            registrable_domain(sender),
+            domain,
             self.unsubscribe_web,
             self.unsubscribe_mailto,
             self.unsubscribe_unix,
             int(self.one_click),
         )
+
+
+def _by_domain(
+    deltas: dict[str, _SenderDelta], stored: dict[str, StoredSender], domain_of: dict[str, str]
+) -> dict[str, DomainDelta]:
+    by_domain: dict[str, DomainDelta] = {}
+    for sender, d in deltas.items():
+        x = by_domain.get(domain_of[sender])
+        if x is None:
+            x = by_domain[domain_of[sender]] = DomainDelta()
+        x.senders += sender not in stored
+        x.mails_sent += d.mails_sent
+        x.bytes += d.bytes
+        x.unread += d.unread
+        x.list_unsubscribe += d.list_unsubscribe
+        for date in (d.first_seen_unix, d.last_seen_unix):
+            if date is not None:
+                x.first_seen_unix = date if x.first_seen_unix is None else min(x.first_seen_unix, date)
+                x.last_seen_unix = date if x.last_seen_unix is None else max(x.last_seen_unix, date)
+    return by_domain
 
 
 def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_only: bool = False) -> set[str]:
@@ -281,9 +283,21 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     if rows:
         conn.exec_driver_sql(_insert_seen(), rows)
     if deltas:
-        # Senders first: the month rollup trigger reads the sender's domain.
-        conn.exec_driver_sql(_upsert_sender(), [d.row(sender) for sender, d in deltas.items()])
-    if months:
-        conn.exec_driver_sql(_upsert_month(), [(s, m, n, b) for (s, m), (n, b) in months.items()])
+        stored = stored_senders(conn, deltas)
+        domain_of = {sender: domain_for(sender, stored) for sender in deltas}
+        full: list[tuple[object, ...]] = []
+        lean: list[tuple[object, ...]] = []
+        for sender, d in deltas.items():
+            (full if _needs_full_upsert(d, stored.get(sender)) else lean).append(d.row(sender, domain_of[sender]))
+        for rows_, is_lean in ((full, False), (lean, True)):
+            if rows_:
+                conn.exec_driver_sql(_upsert_sender(lean=is_lean), rows_)
+        renamed = {
+            sender: stored[sender].display_name
+            for sender, d in deltas.items()
+            if sender in stored and d.display_name and d.display_name != stored[sender].display_name
+        }
+        index_senders(conn, new=[sender for sender in deltas if sender not in stored], renamed=renamed)
+        add_batch(conn, by_domain=_by_domain(deltas, stored, domain_of), by_sender_month=months, domain_of=domain_of)
     new = sum(d.mails_sent for d in deltas.values())
     return BatchOutcome(new=new, duplicates=duplicates)

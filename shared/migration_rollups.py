@@ -48,10 +48,9 @@ _INDEXES = (
     "CREATE INDEX ix_senders_last_seen ON senders (last_seen_unix, sender)",
     "CREATE INDEX ix_senders_first_seen ON senders (first_seen_unix, sender)",
     "CREATE INDEX ix_senders_bytes ON senders (bytes, sender)",
-    "CREATE INDEX ix_senders_unread ON senders (unread, sender)",
     "CREATE INDEX ix_senders_unread_ratio ON senders ((CAST(unread AS REAL) / max(mails_sent, 1)), sender)",
     "CREATE INDEX ix_senders_name ON senders ((lower(coalesce(nullif(display_name, ''), sender))), sender)",
-    "CREATE INDEX ix_senders_domain ON senders (domain, mails_sent DESC, sender)",
+    "CREATE INDEX ix_senders_domain ON senders (domain)",
     "CREATE INDEX ix_domains_mails_sent ON domains (mails_sent DESC, domain)",
     "CREATE INDEX ix_domains_senders ON domains (senders, domain)",
     "CREATE INDEX ix_domains_bytes ON domains (bytes, domain)",
@@ -73,19 +72,25 @@ WHERE m.counted = 1 AND m.run_id IS NOT NULL AND m.date_unix IS NOT NULL
   AND strftime('%Y-%m', m.date_unix, 'unixepoch') IS NOT NULL
 GROUP BY m.sender, 2
 """
+_BACKFILL_ROLLUPS = (
+    "INSERT INTO domains SELECT domain, count(*), sum(mails_sent), sum(bytes), sum(unread), sum(list_unsubscribe),"
+    " min(first_seen_unix), max(last_seen_unix) FROM senders GROUP BY domain",
+    "INSERT INTO months SELECT month, sum(messages), sum(bytes) FROM sender_months GROUP BY month",
+    "INSERT INTO domain_months SELECT s.domain, m.month, sum(m.messages), sum(m.bytes)"
+    " FROM sender_months m JOIN senders s ON s.sender = m.sender GROUP BY s.domain, m.month",
+)
 _CHUNK = 5000
 
 
-def add_rollups(conn: Connection, *, search_ddl: tuple[str, ...], trigger_ddl: tuple[str, ...]) -> None:
+def add_rollups(conn: Connection, *, search_ddl: tuple[str, ...]) -> None:
     """Rebuilds `senders` with an integer id and a domain, creates the rollups, and backfills them.
 
-    The search index and triggers are the ones `shared.models` declares (they carry no data of their own to
-    freeze); creating them before the copy lets them fill `domains`, `months` and the search index.
+    The search index is the one `shared.models` declares (it holds no data of its own to freeze).
     """
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_senders_mails_sent")
     conn.exec_driver_sql("ALTER TABLE senders RENAME TO senders_v4")
     conn.exec_driver_sql(_SENDERS)
-    for statement in (*_TABLES, *_INDEXES, *search_ddl, *trigger_ddl):
+    for statement in (*_TABLES, *_INDEXES, *search_ddl):
         conn.exec_driver_sql(statement)
     result = conn.exec_driver_sql(
         "SELECT sender, display_name, display_name_unix, mails_sent, first_seen_unix, last_seen_unix, bytes,"
@@ -97,3 +102,6 @@ def add_rollups(conn: Connection, *, search_ddl: tuple[str, ...], trigger_ddl: t
         conn.exec_driver_sql(_COPY_SENDERS, [(*row, registrable_domain(str(row[0]))) for row in chunk])
     conn.exec_driver_sql("DROP TABLE senders_v4")
     conn.exec_driver_sql(_BACKFILL_MONTHS)
+    for statement in _BACKFILL_ROLLUPS:
+        conn.exec_driver_sql(statement)
+    conn.exec_driver_sql("INSERT INTO sender_search (sender_search) VALUES ('rebuild')")

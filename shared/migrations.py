@@ -16,7 +16,7 @@ from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 from shared.legacy import is_rust_era, upgrade_rust_era
 from shared.migration_rollups import add_rollups
-from shared.models import SEARCH_DDL, TRIGGER_DDL
+from shared.models import SEARCH_DDL
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ def _create_scan_tables(conn: Connection) -> None:
 
 
 def _add_rollups(conn: Connection) -> None:
-    add_rollups(conn, search_ddl=SEARCH_DDL, trigger_ddl=TRIGGER_DDL)
+    add_rollups(conn, search_ddl=SEARCH_DDL)
 
 
 MIGRATIONS: tuple[Migration, ...] = (

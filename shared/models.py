@@ -109,15 +109,15 @@ senders = Table(
     Column("unsubscribe_unix", Integer),
     _count("one_click"),
     UniqueConstraint("sender", name="uq_senders_sender"),
-    # One index per sort, each ending in the tie-break, so every page is an index walk with LIMIT.
+    # One index per sort, each ending in the tie-break, so every page is an index walk with LIMIT. Each costs
+    # the import a b-tree update per changed sender and batch: no index for sorts nobody needs.
     Index("ix_senders_mails_sent", text("mails_sent DESC"), "sender"),
     Index("ix_senders_last_seen", "last_seen_unix", "sender"),
     Index("ix_senders_first_seen", "first_seen_unix", "sender"),
     Index("ix_senders_bytes", "bytes", "sender"),
-    Index("ix_senders_unread", "unread", "sender"),
     Index("ix_senders_unread_ratio", text("(CAST(unread AS REAL) / max(mails_sent, 1))"), "sender"),
     Index("ix_senders_name", text("(lower(coalesce(nullif(display_name, ''), sender)))"), "sender"),
-    Index("ix_senders_domain", "domain", text("mails_sent DESC"), "sender"),
+    Index("ix_senders_domain", "domain"),
 )
 
 # One row per message seen, metadata only: never subjects, bodies or recipients.
@@ -179,8 +179,8 @@ sender_months = Table(
     sqlite_with_rowid=False,
 )
 
-# The rollups below are kept by triggers on `senders` and `sender_months`, so every writer (import, scan,
-# backfill, the double-count repair) keeps them exact without knowing they exist.
+# The rollups below are written with the rows they sum, in the same transaction, by `ingester.store` (per batch,
+# aggregated in memory: triggers per sender row cost several times the import's own writes).
 domains = Table(
     "domains",
     METADATA,
@@ -223,75 +223,13 @@ domain_months = Table(
 )
 
 # Substring search over address and name: an FTS5 trigram index (SQLite >= 3.34) on `senders.id`, so a search,
-# even one that matches nothing, reads the index instead of every row.
+# even one that matches nothing, reads the index instead of every row. Kept by `ingester.search_index` (a
+# trigger into FTS5 on the sender upsert made every batch several times slower).
 SEARCH_DDL: tuple[str, ...] = (
     "CREATE VIRTUAL TABLE sender_search USING fts5(sender, display_name, content='senders', content_rowid='id',"
     " tokenize='trigram')",
 )
 
-_DOMAIN_ADD = """
-    INSERT INTO domains (domain, senders, mails_sent, bytes, unread, list_unsubscribe, first_seen_unix,
-                         last_seen_unix)
-    VALUES (NEW.domain, 1, NEW.mails_sent, NEW.bytes, NEW.unread, NEW.list_unsubscribe, NEW.first_seen_unix,
-            NEW.last_seen_unix)
-    ON CONFLICT (domain) DO UPDATE SET
-        senders = senders + 1,
-        mails_sent = mails_sent + excluded.mails_sent,
-        bytes = bytes + excluded.bytes,
-        unread = unread + excluded.unread,
-        list_unsubscribe = list_unsubscribe + excluded.list_unsubscribe,
-        first_seen_unix = min(coalesce(first_seen_unix, excluded.first_seen_unix),
-                              coalesce(excluded.first_seen_unix, first_seen_unix)),
-        last_seen_unix = max(coalesce(last_seen_unix, excluded.last_seen_unix),
-                             coalesce(excluded.last_seen_unix, last_seen_unix));
-"""
-_DOMAIN_REMOVE = """
-    UPDATE domains SET senders = senders - 1, mails_sent = mails_sent - OLD.mails_sent, bytes = bytes - OLD.bytes,
-        unread = unread - OLD.unread, list_unsubscribe = list_unsubscribe - OLD.list_unsubscribe
-    WHERE domain = OLD.domain;
-    DELETE FROM domains WHERE domain = OLD.domain AND senders <= 0;
-"""
-_MONTH_ADD = """
-    INSERT INTO months (month, messages, bytes) VALUES (NEW.month, NEW.messages - {old_m}, NEW.bytes - {old_b})
-    ON CONFLICT (month) DO UPDATE SET messages = messages + excluded.messages, bytes = bytes + excluded.bytes;
-    INSERT INTO domain_months (domain, month, messages, bytes)
-    VALUES (coalesce((SELECT domain FROM senders WHERE sender = NEW.sender), ''), NEW.month,
-            NEW.messages - {old_m}, NEW.bytes - {old_b})
-    ON CONFLICT (domain, month) DO UPDATE SET messages = messages + excluded.messages,
-                                              bytes = bytes + excluded.bytes;
-"""
-
-TRIGGER_DDL: tuple[str, ...] = (
-    f"CREATE TRIGGER tr_senders_insert AFTER INSERT ON senders BEGIN {_DOMAIN_ADD}"
-    " INSERT INTO sender_search (rowid, sender, display_name) VALUES (NEW.id, NEW.sender, NEW.display_name); END",
-    f"CREATE TRIGGER tr_senders_delete AFTER DELETE ON senders BEGIN {_DOMAIN_REMOVE}"
-    " INSERT INTO sender_search (sender_search, rowid, sender, display_name)"
-    " VALUES ('delete', OLD.id, OLD.sender, OLD.display_name); END",
-    # The hot path: a count update on an unchanged domain is one UPDATE by primary key.
-    "CREATE TRIGGER tr_senders_update AFTER UPDATE OF mails_sent, bytes, unread, list_unsubscribe, first_seen_unix,"
-    " last_seen_unix ON senders WHEN OLD.domain = NEW.domain BEGIN"
-    " UPDATE domains SET mails_sent = mails_sent + NEW.mails_sent - OLD.mails_sent,"
-    " bytes = bytes + NEW.bytes - OLD.bytes, unread = unread + NEW.unread - OLD.unread,"
-    " list_unsubscribe = list_unsubscribe + NEW.list_unsubscribe - OLD.list_unsubscribe,"
-    " first_seen_unix = min(coalesce(first_seen_unix, NEW.first_seen_unix),"
-    " coalesce(NEW.first_seen_unix, first_seen_unix)),"
-    " last_seen_unix = max(coalesce(last_seen_unix, NEW.last_seen_unix), coalesce(NEW.last_seen_unix, last_seen_unix))"
-    " WHERE domain = NEW.domain; END",
-    f"CREATE TRIGGER tr_senders_domain AFTER UPDATE OF domain ON senders WHEN OLD.domain != NEW.domain BEGIN"
-    f" {_DOMAIN_REMOVE} {_DOMAIN_ADD} END",
-    "CREATE TRIGGER tr_senders_name AFTER UPDATE OF display_name ON senders"
-    " WHEN OLD.display_name != NEW.display_name BEGIN"
-    " INSERT INTO sender_search (sender_search, rowid, sender, display_name)"
-    " VALUES ('delete', OLD.id, OLD.sender, OLD.display_name);"
-    " INSERT INTO sender_search (rowid, sender, display_name) VALUES (NEW.id, NEW.sender, NEW.display_name); END",
-    "CREATE TRIGGER tr_sender_months_insert AFTER INSERT ON sender_months BEGIN"
-    + _MONTH_ADD.format(old_m="0", old_b="0")
-    + " END",
-    "CREATE TRIGGER tr_sender_months_update AFTER UPDATE ON sender_months BEGIN"
-    + _MONTH_ADD.format(old_m="OLD.messages", old_b="OLD.bytes")
-    + " END",
-)
-
-# `create_all` (used by the schema test as the reference) adds the search index and triggers after the tables.
-for _statement in (*SEARCH_DDL, *TRIGGER_DDL):
+# `create_all` (used by the schema test as the reference) adds the search index after the tables.
+for _statement in SEARCH_DDL:
     event.listen(METADATA, "after_create", DDL(_statement))  # type: ignore[no-untyped-call]
