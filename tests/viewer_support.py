@@ -26,7 +26,18 @@ T = TypeVar("T")
 
 # sender, display_name, mails_sent, first_seen, last_seen, bytes, unread, list_unsubscribe[, target, one-click]
 SENDERS: list[tuple[Any, ...]] = [
-    ("news@shop.example", "Shop News", 40, 1_600_000_000, 1_700_000_300, 400_000, 30, 1, "https://shop.example/u", True),
+    (
+        "news@shop.example",
+        "Shop News",
+        40,
+        1_600_000_000,
+        1_700_000_300,
+        400_000,
+        30,
+        1,
+        "https://shop.example/u",
+        True,
+    ),
     ("alice@example.com", "Alice", 12, 1_600_000_100, 1_700_000_100, 50_000, 0, 0),
     ("bob@example.com", "Bob", 12, 1_600_000_200, 1_700_000_200, 90_000, 2, 0),
     ("12345", "", 3, None, None, 3_000, 0, 0),
