@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
+from shared.errors import ErrorKind
 from shared.models import OPEN_STATES, RunOutcome, RunState, Source, ingest_runs
 
 WARNINGS_TAIL_MAX = 50
@@ -124,7 +125,7 @@ def abandon_open_runs(conn: Connection, *, now: float) -> int:
             outcome=str(RunOutcome.PARTIAL),
             finished_at_unix=int(now),
             updated_at_unix=int(now),
-            error_kind="abandoned",
+            error_kind=ErrorKind.ABANDONED,
             error="the ingester stopped without recording an end (killed or crashed); resume it to finish",
         )
     )

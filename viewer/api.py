@@ -12,7 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 
+from shared.errors import RETRY_WARNING_PREFIX, ErrorKind
 from shared.lock import is_lock_held
+from shared.models import RunState
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
@@ -76,6 +78,11 @@ def _run_out(run: Run, control: RunControl) -> RunOut:
         inside = relative_to_import_dir(control.settings.import_dir, run.mbox_path)
         data["mbox_path"] = inside if inside is not None else FsPath(run.mbox_path).name
     return RunOut(**data, owned=control.owns(run) is not None)
+
+
+def is_retrying(state: str, warnings_tail: list[str]) -> bool:
+    """A running run whose latest warning is a retry (the ingester writes them with `RETRY_WARNING_PREFIX`)."""
+    return state == RunState.RUNNING and bool(warnings_tail) and warnings_tail[-1].startswith(RETRY_WARNING_PREFIX)
 
 
 def _json(model: SendersOut | StatusOut | DomainsOut | VolumeOut) -> bytes:
@@ -197,7 +204,7 @@ def volume(
 ) -> Response:
     """Mail per calendar month: everything (hidden senders left out), one `sender`, or one `domain`."""
     if sender is not None and f.domain is not None:
-        raise ApiError(422, "bad_scope", "ask for one sender or one domain, not both")
+        raise ApiError(422, ErrorKind.BAD_SCOPE, "ask for one sender or one domain, not both")
     key = ("volume", sender, f.domain, f.exclude)
 
     def compute() -> bytes:
@@ -215,7 +222,7 @@ def volume(
                         total=snap.totals.messages - hidden,
                     )
         if found is None:
-            raise ApiError(404, "not_found", "no such sender or domain in this database")
+            raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
         months = [MonthOut(**asdict(m)) for m in found.months]
         return _json(VolumeOut(months=months, undated=found.undated))
 
@@ -289,6 +296,7 @@ def status(
             unrepaired_count=unrepaired,
             rate_per_sec=progress.rate_per_sec,
             eta_seconds=progress.eta_seconds,
+            retrying=active_out is not None and is_retrying(active_out.state, active_out.warnings_tail),
             csrf_token=csrf_token,
             now_unix=0,
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
+from shared.errors import ErrorKind
 from viewer.database import Database
 from viewer.errors import ApiError
 from viewer.filters import SenderFilter
@@ -107,7 +108,9 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
     except OSError as exc:
         spool.close()
         log.error("export.csv could not be built: %r", exc)
-        raise ApiError(503, "export_failed", "the export could not be prepared (no room for it); try again") from exc
+        raise ApiError(
+            503, ErrorKind.EXPORT_FAILED, "the export could not be prepared (no room for it); try again"
+        ) from exc
     except BaseException:
         spool.close()
         raise

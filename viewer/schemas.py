@@ -151,6 +151,7 @@ class StatusOut(_Out):
     unrepaired_count: int
     rate_per_sec: float | None
     eta_seconds: float | None
+    retrying: bool = Field(description="the active run is waiting to retry Gmail calls (rate limit or errors)")
     csrf_token: str = Field(description="send it back as the X-Gmail-Stats-Csrf header on every POST")
     now_unix: int
 
