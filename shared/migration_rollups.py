@@ -72,7 +72,7 @@ WHERE m.counted = 1 AND m.run_id IS NOT NULL AND m.date_unix IS NOT NULL
   AND strftime('%Y-%m', m.date_unix, 'unixepoch') IS NOT NULL
 GROUP BY m.sender, 2
 """
-_BACKFILL_ROLLUPS = (
+BACKFILL_ROLLUPS = (
     "INSERT INTO domains SELECT domain, count(*), sum(mails_sent), sum(bytes), sum(unread), sum(list_unsubscribe),"
     " min(first_seen_unix), max(last_seen_unix) FROM senders GROUP BY domain",
     "INSERT INTO months SELECT month, sum(messages), sum(bytes) FROM sender_months GROUP BY month",
@@ -102,6 +102,6 @@ def add_rollups(conn: Connection, *, search_ddl: tuple[str, ...]) -> None:
         conn.exec_driver_sql(_COPY_SENDERS, [(*row, registrable_domain(str(row[0]))) for row in chunk])
     conn.exec_driver_sql("DROP TABLE senders_v4")
     conn.exec_driver_sql(_BACKFILL_MONTHS)
-    for statement in _BACKFILL_ROLLUPS:
+    for statement in BACKFILL_ROLLUPS:
         conn.exec_driver_sql(statement)
     conn.exec_driver_sql("INSERT INTO sender_search (sender_search) VALUES ('rebuild')")
