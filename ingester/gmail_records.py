@@ -5,6 +5,7 @@ from __future__ import annotations
 from ingester.gmail import MessageMeta
 from ingester.headers import parse_date
 from ingester.records import MailRecord
+from ingester.unsubscribe import parse_unsubscribe
 from shared.normalize import is_excluded, is_unread, normalize_message_id, parse_sender
 
 
@@ -21,6 +22,7 @@ def metadata_record(meta: MessageMeta) -> MailRecord:
     identity = parse_sender(raw_sender) if raw_sender else None
     raw_id = meta.header("Message-ID")
     message_id = normalize_message_id(raw_id) if raw_id else None
+    unsubscribe = parse_unsubscribe(meta.header("List-Unsubscribe"), meta.header("List-Unsubscribe-Post"))
     date_unix = parse_date(meta.header("Date"))
     if date_unix is None and meta.internal_date_ms is not None:
         date_unix = meta.internal_date_ms // 1000
@@ -35,4 +37,7 @@ def metadata_record(meta: MessageMeta) -> MailRecord:
         labels=",".join(meta.label_ids),
         unread=is_unread(meta.label_ids),
         list_unsubscribe=meta.header("List-Unsubscribe") is not None,
+        unsubscribe_web=unsubscribe.web,
+        unsubscribe_mailto=unsubscribe.mailto,
+        one_click=unsubscribe.one_click,
     )

@@ -1,6 +1,7 @@
 """Pure extraction of the few header fields we store, from one raw header block; never raises on any bytes.
 
-Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels and List-Unsubscribe are read: metadata only.
+Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels and List-Unsubscribe(-Post) are read: metadata
+only.
 """
 
 from __future__ import annotations
@@ -10,7 +11,16 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_tz
 
-_WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
+_WANTED = (
+    b"from",
+    b"sender",
+    b"return-path",
+    b"message-id",
+    b"date",
+    b"x-gmail-labels",
+    b"list-unsubscribe",
+    b"list-unsubscribe-post",
+)
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
 # Matched against b"\n" + block: a wanted name at a line start, optional blanks, the colon, the rest of the line.
 # The leading literal lets the regex engine skip from newline to newline in C.
@@ -30,6 +40,7 @@ class HeaderFields:
     date: str | None = None
     gmail_labels: str | None = None
     list_unsubscribe: str | None = None
+    list_unsubscribe_post: str | None = None
 
 
 def _has_valid_line(block: bytes) -> bool:

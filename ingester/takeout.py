@@ -10,6 +10,7 @@ from functools import lru_cache
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
 from ingester.records import MailRecord
+from ingester.unsubscribe import NONE, parse_unsubscribe
 from shared.normalize import (
     SenderIdentity,
     is_excluded,
@@ -66,6 +67,11 @@ def judge_region(region: Region, *, include_spam_trash: bool) -> MailRecord | Sk
         mail_id = "mid:" + message_id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
+    unsubscribe = (
+        NONE
+        if fields.list_unsubscribe is None
+        else parse_unsubscribe(fields.list_unsubscribe, fields.list_unsubscribe_post)
+    )
     date_unix = parse_date(fields.date)
     if date_unix is None:
         date_unix = region.postmark.date_unix
@@ -82,5 +88,8 @@ def judge_region(region: Region, *, include_spam_trash: bool) -> MailRecord | Sk
             labels.joined,
             labels.unread,
             fields.list_unsubscribe is not None,
+            unsubscribe.web,
+            unsubscribe.mailto,
+            unsubscribe.one_click,
         )
     )
