@@ -4,6 +4,7 @@ tests/artifacts/."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import IngestLock
 from shared.models import Source
 from shared.runs import create_run
@@ -182,7 +184,7 @@ def test_progress_states_consent_stall_retry_failure_and_mixed_sources(
                 "UPDATE ingest_runs SET state = 'running', auth_url = NULL, messages_seen = 1500, messages_new = 1200,"
                 " updated_at_unix = :t, warnings_tail = :w WHERE run_id = :r",
                 t=int(time.time()) - 60,
-                w='["HTTP 429 rateLimitExceeded: retrying in 4 s"]',
+                w=json.dumps([f"{RETRY_WARNING_PREFIX} attempt 1 in 4.0 s after messages.get: 429"]),
                 r=run_id,
             )
             expect(page.locator("#progress-stalled")).to_be_visible()

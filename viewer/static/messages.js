@@ -71,12 +71,15 @@ export const REMEDIES = {
     "It was killed or crashed. Resume to finish; counts stay exact.",
     "resume",
   ],
-  cancelled: ["", "Resume to count the rest; what was counted is kept.", "resume"],
   internal: ["The ingester hit an unexpected error.", "Its log has the details; resume to try again.", "resume"],
 };
 
+// A cancelled run is not an error (so not an error kind): it only needs the way back.
+const CANCELLED = ["", "Resume to count the rest; what was counted is kept.", "resume"];
+
 export function remedy(run) {
-  const kind = run.state === "abandoned" || run.state === "cancelled" ? run.state : run.error_kind;
+  if (run.state === "cancelled") return CANCELLED;
+  const kind = run.state === "abandoned" ? "abandoned" : run.error_kind;
   return REMEDIES[kind] || ["The run failed.", "See the error below; you can resume it.", "resume"];
 }
 

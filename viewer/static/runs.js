@@ -35,12 +35,9 @@ export function fraction(run) {
   return null;
 }
 
+// The API decides from the ingester's marked retry warning; the page never guesses from warning prose.
 export function isRetrying(status, run) {
-  if (run.state !== "running") return false;
-  if (typeof status.retrying === "boolean") return status.retrying;
-  // A viewer older than `retrying` on /api/status: read the newest warning as before.
-  const tail = run.warnings_tail || [];
-  return tail.length > 0 && /rate.?limit|429|quota|retry/i.test(String(tail[tail.length - 1]));
+  return run.state === "running" && status.retrying === true;
 }
 
 // ---- The live panel -----------------------------------------------------------------------------------------
