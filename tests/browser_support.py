@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -146,25 +144,6 @@ def new_page(
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
     return page, Console(page)
-
-
-def api_has(base_url: str, path: str) -> bool:
-    """Whether the viewer under test serves `path` (the page is built ahead of parts of the API, see issue 10)."""
-    with urllib.request.urlopen(base_url + path) as response:
-        return bool(response.status == 200)
-
-
-def problems_besides_missing_routes(console: Console, base_url: str) -> list[str]:
-    """Console problems, less the 404s of API routes this viewer does not serve yet (nothing else is excused)."""
-    missing = not _serves(base_url, "/api/volume")
-    return [p for p in console.problems if not (missing and "status of 404" in p)]
-
-
-def _serves(base_url: str, path: str) -> bool:
-    try:
-        return api_has(base_url, path)
-    except urllib.error.HTTPError:
-        return False
 
 
 # sender, display name, messages, unread, List-Unsubscribe header (or ""), one-click

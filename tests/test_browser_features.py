@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_support import api_has, browser, feature_mbox, new_page, serve, shoot
+from tests.browser_support import browser, feature_mbox, new_page, serve, shoot
 from tests.importing import import_file
 from tests.viewer_support import make_settings
 
@@ -37,16 +37,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     mbox.write_bytes(feature_mbox())
     import_file(tmp / "stats.db", mbox)
     with serve(make_settings(tmp)) as url:
-        if not (_serves(url, "/api/domains") and _serves(url, "/api/volume")):
-            pytest.skip("needs the issue10-data API (/api/domains, /api/volume, sender filters)")
         yield url
-
-
-def _serves(url: str, path: str) -> bool:
-    try:
-        return api_has(url, path)
-    except OSError:
-        return False
 
 
 def _senders(page: Page) -> list[str]:

@@ -19,7 +19,6 @@ from tests.browser_support import (
     browser,
     many_senders,
     new_page,
-    problems_besides_missing_routes,
     seed_history,
     serve,
     shoot,
@@ -62,7 +61,7 @@ def test_share_bars_are_filled_and_columns_keep_their_width(chromium: Browser, f
     after = page.locator("#head th").evaluate_all("ths => ths.map(th => Math.round(th.getBoundingClientRect().width))")
     assert after == widths
     shoot(page, "trust-share-bars-fixed")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_a_late_search_answer_never_replaces_a_newer_one(chromium: Browser, filled: str) -> None:
@@ -85,7 +84,7 @@ def test_a_late_search_answer_never_replaces_a_newer_one(chromium: Browser, fill
     expect(page.locator("#rows tr")).to_have_count(50)
     expect(page.locator("#no-rows")).to_be_hidden()
     shoot(page, "trust-stale-search-fixed")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_history_says_what_each_run_did_and_offers_one_action(chromium: Browser, filled: str) -> None:
@@ -114,7 +113,7 @@ def test_history_says_what_each_run_did_and_offers_one_action(chromium: Browser,
     expect(page.locator("#run-banner-title")).to_have_text("Import stopped at 47% — counts are partial.")
     expect(page.locator("#run-banner").get_by_role("button", name="Resume")).to_be_visible()
     shoot(page, "trust-history-fixed")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_sender_sort_shows_what_it_sorts_by(chromium: Browser, filled: str) -> None:
@@ -129,7 +128,7 @@ def test_sender_sort_shows_what_it_sorts_by(chromium: Browser, filled: str) -> N
     assert names == sorted(names, key=str.lower)  # what each row shows first is what the order follows
     assert names[0] in ("A-person 025", "user000@news0.example.com")  # by name, or by address on an older API
     shoot(page, "trust-sender-sort-fixed")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_accessibility_heading_skip_link_tab_stops_and_quiet_freshness(chromium: Browser, filled: str) -> None:
@@ -157,7 +156,7 @@ def test_accessibility_heading_skip_link_tab_stops_and_quiet_freshness(chromium:
     shoot(page, "trust-a11y-skip-link-fixed")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "table-nav"
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_phone_layout_fits_and_the_detail_view_shows_every_column(chromium: Browser, filled: str) -> None:
@@ -189,7 +188,7 @@ def test_phone_layout_fits_and_the_detail_view_shows_every_column(chromium: Brow
         shoot(page, f"trust-phone-detail-{suffix}-fixed", full_page=False)
         page.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
-        assert problems_besides_missing_routes(console, filled) == []
+        assert console.problems == []
         page.context.close()
 
 
@@ -209,7 +208,7 @@ def test_a_too_new_or_unreadable_database_says_so_instead_of_zero(
         expect(page.locator("#stats")).to_be_hidden()
         expect(page.locator("#onboarding")).to_be_hidden()
         shoot(page, "trust-too-new-fixed")
-        assert problems_besides_missing_routes(console, url) == []
+        assert console.problems == []
         page.context.close()
     for sidecar in tmp_path.glob("stats.db*"):
         sidecar.unlink()
@@ -274,7 +273,7 @@ def test_errors_stay_beside_the_action_and_a_cancelled_import_says_it_is_partial
         expect(banner).to_be_hidden()
         expect(page.locator("#history-list > li")).to_have_count(1)  # resumed in place
         expect(page.locator("#tile-messages")).to_have_text("120,000")
-        assert problems_besides_missing_routes(console, url) == []
+        assert console.problems == []
 
 
 def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
@@ -319,7 +318,7 @@ def test_keyboard_only_use_and_dark_mode(chromium: Browser, filled: str) -> None
     page.reload()  # the theme is remembered
     expect(page.locator("html")).to_have_attribute("data-theme", "dark")
     shoot(page, "dark-1440")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
 
 
 def test_many_hidden_senders_never_break_the_table(chromium: Browser, filled: str) -> None:
@@ -336,4 +335,4 @@ def test_many_hidden_senders_never_break_the_table(chromium: Browser, filled: st
     expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "user001@mail1.example.com")
     expect(page.locator("#table-message")).to_contain_text("401 hidden senders are too many")
     expect(page.locator("#hidden-count")).to_have_text("401")
-    assert problems_besides_missing_routes(console, filled) == []
+    assert console.problems == []
