@@ -137,8 +137,11 @@ def _senders(
         with database.connect() as conn:
             snap = database.require_ready(conn)
             if snap.totals is not None and snap.state is DbState.READY:
-                page = sender_queries.senders_page(conn, f=f, sort=sort, order=order, offset=offset, limit=limit)
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
+                everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
+                page = sender_queries.senders_page(
+                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, known=None if f.narrows else everyone
+                )
                 top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(
                     total=page.total,

@@ -169,12 +169,23 @@ def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
 
 
 def senders_page(
-    conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder, offset: int, limit: int
+    conn: Connection,
+    *,
+    f: SenderFilter,
+    sort: SortKey,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+    known: tuple[int, int] | None = None,
 ) -> SendersPage:
+    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter)."""
     condition = where(f)
-    total, messages = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
-    ).one()
+    if known is not None:
+        total, messages = known
+    else:
+        total, messages = conn.execute(
+            select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
+        ).one()
     stmt = select(*_COLUMNS).where(condition).order_by(*order_by(sort, order)).limit(limit).offset(offset)
     return SendersPage(int(total), int(messages), [_row(r) for r in conn.execute(stmt)])
 
