@@ -93,6 +93,7 @@ def test_domain_view_and_its_detail(chromium: Browser, imported: str) -> None:
     expect(dialog).to_be_visible()
     expect(dialog.locator("#detail-chart rect.bar-rect").first).to_be_visible()
     expect(dialog.locator("#detail-chart")).to_have_attribute("data-total", "80")
+    expect(dialog.get_by_role("link", name="Open in Gmail")).to_have_attribute("rel", "noopener noreferrer")
     shoot(page, "features-domain-detail-1440-light", full_page=False)
     dialog.get_by_role("button", name="Show its senders").click()
     expect(page.locator("#domain-filter")).to_contain_text("example.com")

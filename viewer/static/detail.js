@@ -43,7 +43,11 @@ export async function openDetail({ kind, row, totalMessages }) {
       dialog.close();
       table.showDomainSenders(row.domain);
     });
-    links.replaceChildren(show);
+    const gmail = table.safeLink(row.gmail_url, ["https:"]);
+    const open = gmail && gmail.startsWith("https://mail.google.com/")
+      ? el("a", { cls: "link-action", text: "Open in Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer" } })
+      : null;
+    links.replaceChildren(el("div", { cls: "actions" }, [open, show]));
   }
   const chart = $("detail-chart");
   chart.replaceChildren(el("p", { cls: "hint", text: "Loading…" }));
