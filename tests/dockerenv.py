@@ -19,7 +19,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-IMAGE = "gmail-stats:local"
+# Parallel work on one engine: a branch can build and test its own tag (the stacks then run that image too).
+IMAGE = os.environ.get("GMAIL_STATS_TEST_IMAGE", "gmail-stats:local")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
 
@@ -65,6 +66,7 @@ def python_image() -> str:
 def compose_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GMAIL_STATS_", "COMPOSE_"))}
     env["PYTHON_IMAGE"] = python_image()
+    env["GMAIL_STATS_IMAGE"] = IMAGE
     env.update(extra)
     return env
 
