@@ -4,20 +4,17 @@ stays inside it (after resolving symlinks) and is an mbox file."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import ErrorKind
+from shared.mbox_format import sniff_mbox
 from viewer.errors import ApiError
 
 # An unzipped Takeout nests its file as `Takeout/Mail/All mail Including Spam and Trash.mbox`.
 MAX_DEPTH = 4
 MAX_FILES = 500
-SNIFF_BYTES = 64 * 1024
-# Same shape as the ingester's separator rule (`From <token> <asctime-style date>`), checked on the first 64 KiB.
-_SEPARATOR = re.compile(rb"(?m)^From \S+ +[A-Za-z]{3} +[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +58,7 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
         root = import_dir.resolve(strict=True)
     except OSError:
         raise ApiError(
-            422, "bad_path", "the import folder does not exist; create it and put the .mbox file in it"
+            422, ErrorKind.BAD_PATH, "the import folder does not exist; create it and put the .mbox file in it"
         ) from None
     try:
         target = (root / relative).resolve(strict=True)
@@ -75,11 +72,11 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
     if sniff:
         try:
             with target.open("rb") as handle:
-                head = handle.read(SNIFF_BYTES)
+                sniffed = sniff_mbox(handle)
         except OSError:
             raise ApiError(422, ErrorKind.BAD_PATH, "the file cannot be read by the viewer") from None
-        if not _SEPARATOR.search(head):
-            raise ApiError(422, ErrorKind.BAD_PATH, "not an mbox file (no 'From ' separator line in its first 64 KiB)")
+        if sniffed.problem is not None:
+            raise ApiError(422, ErrorKind.BAD_PATH, f"not an mbox file ({sniffed.reason})")
     return target
 
 

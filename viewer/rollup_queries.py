@@ -169,7 +169,12 @@ def domains_page(
     hidden = _hidden_by_domain(conn, exclude)
     column = _SORT_COLUMNS[sort]
     desc = order is SortOrder.DESC
-    ordering = [column.desc(), _D.domain.asc()] if desc else [column.asc(), _D.domain.desc()]
+    # As for senders: ties the same way as the value, except under `ix_domains_mails_sent (mails_sent DESC, domain)`.
+    tie_opposite = sort is DomainSort.MAILS_SENT
+    if desc:
+        ordering = [column.desc(), _D.domain.asc() if tie_opposite else _D.domain.desc()]
+    else:
+        ordering = [column.asc(), _D.domain.desc() if tie_opposite else _D.domain.asc()]
     if sort is DomainSort.DOMAIN:
         ordering = [_D.domain.desc() if desc else _D.domain.asc()]
     total = conn.execute(select(func.count()).select_from(domains).where(condition)).scalar_one()
@@ -192,9 +197,11 @@ def domains_page(
     if extra:
         key = _sort_key(sort)
 
-        # SQL order: the sort value, then the domain opposite to it (see `ordering`).
+        # SQL order: the sort value, then the domain (opposite to it only for `mails_sent`; see `ordering`).
         def full_key(r: DomainRow) -> Any:
-            return key(r) if sort is DomainSort.DOMAIN else (key(r), _Reverse(r.domain))
+            if sort is DomainSort.DOMAIN:
+                return key(r)
+            return (key(r), _Reverse(r.domain) if tie_opposite else r.domain)
 
         rows = list(heapq.merge(rows, sorted(extra, key=full_key, reverse=desc), key=full_key, reverse=desc))
     return DomainsPage(

@@ -161,11 +161,16 @@ def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
         SortKey.UNREAD_RATIO: UNREAD_RATIO,
         SortKey.NAME: NAME,
     }[sort]
-    if sort is SortKey.NAME:  # names read A→Z as "ascending"; ties by address the same way
-        return [column.asc(), _S.sender.asc()] if order is SortOrder.ASC else [column.desc(), _S.sender.desc()]
+    if sort is SortKey.MAILS_SENT:  # `ix_senders_mails_sent (mails_sent DESC, sender)`: ties A→Z when descending
+        if order is SortOrder.DESC:
+            return [column.desc(), _S.sender.asc()]
+        return [column.asc(), _S.sender.desc()]
+    # The other indexes are `(value, sender)`: ties run the same way as the value, so a walk of the index in
+    # either direction is the whole order (a tie-break the other way makes SQLite sort every run of equal values,
+    # e.g. the many senders whose mail is all unread).
     if order is SortOrder.DESC:
-        return [column.desc(), _S.sender.asc()]
-    return [column.asc(), _S.sender.desc()]
+        return [column.desc(), _S.sender.desc()]
+    return [column.asc(), _S.sender.asc()]
 
 
 def senders_page(
