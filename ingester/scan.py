@@ -40,7 +40,7 @@ from ingester.scan_store import (
 )
 from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.store import count_batch
-from shared.errors import GmailApiError
+from shared.errors import ErrorKind, GmailApiError
 from shared.models import Source
 from shared.timeutil import Clock
 
@@ -128,7 +128,7 @@ class _Scanner:
         try:
             page = self._list(fetcher, token)
         except GmailApiError as exc:
-            if exc.kind != "bad_page_token":
+            if exc.kind != ErrorKind.BAD_PAGE_TOKEN:
                 raise
             page = self._list(fetcher, None)  # an expired resume token: page one again, dedupe keeps counts exact
         while True:
@@ -155,7 +155,7 @@ class _Scanner:
                     what="history.list",
                 )
             except GmailApiError as exc:
-                if exc.kind != "history_expired":
+                if exc.kind != ErrorKind.HISTORY_EXPIRED:
                     raise
                 self._warn([f"Gmail's history since {start} has expired; listing the whole mailbox again"])
                 self._full(fetcher, None)
