@@ -23,7 +23,7 @@ from ingester.gmail import AuthCancelled
 from ingester.heartbeat import Heartbeat, database_file
 from ingester.report import Reporter
 from shared.db_errors import database_error
-from shared.errors import DatabaseError, GmailApiError, GmailAuthError, InputFileError, RunNotFoundError
+from shared.errors import DatabaseError, ErrorKind, GmailApiError, GmailAuthError, InputFileError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
@@ -219,20 +219,20 @@ class RunLifecycle:
                 self._end(RunState.FAILED, kind=exc.kind, error=str(exc))
                 raise
             except GmailApiError as exc:
-                kind = "rate_limited" if exc.kind == "rate_limited" else "gmail_api"
+                kind = ErrorKind.RATE_LIMITED if exc.kind == ErrorKind.RATE_LIMITED else ErrorKind.GMAIL_API
                 self._end(RunState.FAILED, kind=kind, error=str(exc) + hint)
                 raise GmailApiError(str(exc) + hint, kind=kind, status=exc.status) from exc
             except OperationalError as exc:
                 # The database itself may be the failure; then the next ingester marks the run abandoned.
                 with contextlib.suppress(OperationalError):
-                    self._end(RunState.FAILED, kind="db", error=f"database error: {exc.orig}")
+                    self._end(RunState.FAILED, kind=ErrorKind.DB, error=f"database error: {exc.orig}")
                 raise DatabaseError(f"{database_error(where, exc)}{hint}") from exc
             except OSError as exc:
-                self._end(RunState.FAILED, kind="io", error=f"reading failed: {exc}")
+                self._end(RunState.FAILED, kind=ErrorKind.IO, error=f"reading failed: {exc}")
                 raise InputFileError(f"reading failed ({exc}){hint}") from exc
             except BaseException as exc:
                 if self._ended is None and not isinstance(exc, KeyboardInterrupt | SystemExit):
-                    self._end(RunState.FAILED, kind=getattr(exc, "kind", "internal"), error=f"{exc}{hint}")
+                    self._end(RunState.FAILED, kind=getattr(exc, "kind", ErrorKind.INTERNAL), error=f"{exc}{hint}")
                 raise
             finally:
                 self.reporter.finish()

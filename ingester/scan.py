@@ -38,7 +38,7 @@ from ingester.scan_store import (
     set_sync_state,
 )
 from ingester.scan_types import ScanRequest, ScanTuning
-from shared.errors import GmailApiError
+from shared.errors import ErrorKind, GmailApiError
 from shared.models import Source
 from shared.timeutil import Clock
 
@@ -136,7 +136,7 @@ class _Scanner:
         try:
             page = self._list(fetcher, token)
         except GmailApiError as exc:
-            if exc.kind != "bad_page_token":
+            if exc.kind != ErrorKind.BAD_PAGE_TOKEN:
                 raise
             page = self._list(fetcher, None)  # an expired resume token: page one again, dedupe keeps counts exact
         walk_pages(
@@ -158,12 +158,12 @@ class _Scanner:
             try:
                 first = history(token)
             except GmailApiError as exc:
-                if exc.kind != "bad_page_token":
+                if exc.kind != ErrorKind.BAD_PAGE_TOKEN:
                     raise
                 first = history(None)  # an expired resume token: replay the feed, dedupe keeps counts exact
             walk_pages(first, history, settler=settler, cancel=self.cancel, page_done=self._page_done)
         except GmailApiError as exc:
-            if exc.kind != "history_expired":
+            if exc.kind != ErrorKind.HISTORY_EXPIRED:
                 raise
             self._warn([f"Gmail's history since {start} has expired; listing the whole mailbox again"])
             self._full(fetcher, settler, None)

@@ -10,14 +10,18 @@ from pathlib import Path
 import pytest
 
 from ingester.auth import GoogleAccess
+from ingester.gmail import METADATA_HEADERS
+from ingester.rollups import month_of
 from ingester.scan import run_scan
 from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.session import ingest_session
+from ingester.unsubscribe import parse_unsubscribe
 from shared.timeutil import system_clock
 from tests.conftest import run_cli
 from tests.fakes.google import COSTS, TokenBucket
 from tests.fakes.mailbox import MAILING_LISTS, TYPICAL, Mailbox
 from tests.fakes.takeout import write_takeout
+from tests.rollups import assert_rollups_exact
 from tests.scan_support import GoogleSetup, fake_google, last_run, runs, sender_counts, wait_for
 
 
@@ -68,7 +72,7 @@ def test_threads_get_with_the_real_client(tmp_path: Path) -> None:
         assert [m.gmail_id for m in thread.messages] == box.threads[long][1:]  # deleted one is gone, oldest first
         first = box.messages[box.threads[long][1]]
         assert thread.messages[0].label_ids == first.label_ids
-        assert {name for name, _ in thread.messages[0].headers} <= {"From", "Date", "Message-ID", "List-Unsubscribe"}
+        assert {name for name, _ in thread.messages[0].headers} <= set(METADATA_HEADERS)
 
 
 def test_conversations_are_counted_exactly_for_fewer_units(tmp_path: Path) -> None:
@@ -89,6 +93,50 @@ def test_conversations_are_counted_exactly_for_fewer_units(tmp_path: Path) -> No
         assert again.returncode == 0, again.stderr
         assert runs(g.db)[-1]["messages_new"] == sum(not m.excluded for m in arrivals)
         assert sender_counts(g.db) == box.expected_counts()
+
+
+def test_thread_fetched_senders_get_unsubscribe_targets_and_month_counts(tmp_path: Path) -> None:
+    with fake_google(tmp_path, 1500, mix=MAILING_LISTS) as g:
+        box = g.google.mailbox
+        countable = [box.messages[i] for i in box.order if not box.messages[i].excluded]
+        result = g.scan()
+        assert result.returncode == 0, result.stderr
+        # Nearly every message came whole with its conversation: threads.get carries the same headers.
+        assert g.google.calls["thread"] > 0 and g.google.calls["get"] < len(countable) // 4
+        months: dict[tuple[str, str], list[int]] = {}
+        latest: dict[str, tuple[int, set[tuple[str | None, str | None, bool]]]] = {}
+        for m in countable:
+            date = m.internal_date_ms // 1000
+            tally = months.setdefault((m.sender_key, str(month_of(date))), [0, 0])
+            tally[0] += 1
+            tally[1] += m.size_estimate
+            headers = dict(m.headers)
+            targets = parse_unsubscribe(headers.get("List-Unsubscribe"), headers.get("List-Unsubscribe-Post"))
+            if not targets.any:
+                continue
+            best = latest.get(m.sender_key)
+            target = (targets.web, targets.mailto, targets.one_click)
+            if best is None or date > best[0]:
+                latest[m.sender_key] = (date, {target})
+            elif date == best[0]:
+                best[1].add(target)  # same second: either message's targets may be the newest
+        with sqlite3.connect(g.db) as conn:
+            stored_months = {
+                (sender, month): [n, size]
+                for sender, month, n, size in conn.execute("SELECT sender, month, messages, bytes FROM sender_months")
+            }
+            stored = conn.execute(
+                "SELECT sender, unsubscribe_web, unsubscribe_mailto, unsubscribe_unix, one_click FROM senders"
+            ).fetchall()
+        conn.close()
+        assert stored_months == months
+        with_targets = {row[0]: row for row in stored if row[1] is not None or row[2] is not None}
+        assert set(with_targets) == set(latest)
+        assert any(row[1] is not None and row[4] == 1 for row in with_targets.values())  # RFC 8058 one-click
+        for sender, (date, targets) in latest.items():
+            _, web, mailto, unix, one_click = with_targets[sender]
+            assert unix == date and (web, mailto, bool(one_click)) in targets
+        assert_rollups_exact(g.db)
 
 
 def test_storms_5xx_deletions_and_moves_inside_threads(tmp_path: Path) -> None:
