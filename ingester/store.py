@@ -19,7 +19,7 @@ from ingester.rollups import DomainDelta, StoredSender, add_batch, domain_for, m
 from ingester.search_index import index_senders
 from shared.models import Source, seen_mails, senders
 
-CHUNK_RECORDS = 5000
+CHUNK_RECORDS = 20000
 
 _SEEN_COLUMNS = (
     "mail_id",
