@@ -158,7 +158,8 @@ def test_cancel_gives_a_cancelled_row_then_resume_finishes_it(tmp_path: Path) ->
         run = wait_for(lambda: _finished(client, run_id))
         assert (run["state"], run["outcome"]) == ("cancelled", "partial")
         assert run["bytes_done"] < run["bytes_total"]
-        assert any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"])
+        # The row says `cancelled` before the ingester closes the database, releases the lock and prints its hint.
+        wait_for(lambda: any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"]))
         resumed = _start(client, {"source": "mbox", "resume_run_id": run_id})
         assert resumed.status_code == 202 and resumed.json() == {"run_id": run_id}
         run = wait_for(lambda: _finished(client, run_id))
