@@ -3,6 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 UV := $(shell command -v uv 2>/dev/null || echo $(BIN)/uv)
 MBOX ?=
+RESUME ?=
 
 .PHONY: install fmt check test bench up down logs scan import
 
@@ -31,7 +32,7 @@ logs:
 	docker compose logs -f
 
 scan:
-	docker compose run --rm --service-ports ingester scan
+	docker compose run --rm --service-ports ingester scan $(if $(RESUME),--resume $(RESUME))
 
 import:
-	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox' >&2; exit 2; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" ingester import "/mbox/$$(basename -- "$(MBOX)")"
+	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox' >&2; exit 2; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(if $(RESUME),--resume $(RESUME))

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingester.auth import GoogleAccess
+from ingester.lifecycle import RunResult
 from ingester.report import QuietReporter
 from ingester.scan import run_scan
-from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
+from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.session import ingest_session
 from shared.timeutil import system_clock
 
@@ -68,7 +69,7 @@ def start_fake(folder: Path, messages: int, quota: float | None) -> Fake:
     return Fake(process, f"http://127.0.0.1:{port}/", credentials, tokens)
 
 
-def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[ScanResult, float]:
+def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[RunResult, float]:
     access = GoogleAccess(
         credentials_path=fake.credentials,
         tokens_path=fake.tokens,

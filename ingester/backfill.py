@@ -7,7 +7,6 @@ of any source has the same Message-ID, that other row is uncounted once. Settled
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,9 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 
 from ingester.fetcher import ChunkOutcome, FetchCancelled, Fetcher, iter_done
-from ingester.gmail import AuthCancelled, GmailAccess
+from ingester.gmail import GmailAccess
 from ingester.gmail_records import metadata_record
-from ingester.heartbeat import Heartbeat
+from ingester.lifecycle import ResumeHint, RunLifecycle, RunResult
 from ingester.pacing import QuotaPacer
 from ingester.report import Reporter
 from ingester.scan_store import (
@@ -29,9 +28,7 @@ from ingester.scan_store import (
     mark_backfilled,
 )
 from ingester.scan_types import ScanTuning
-from shared.errors import ErrorKind, GmailApiError, GmailAuthError
-from shared.models import RunOutcome, RunState, Source
-from shared.runs import add_warnings, create_run, finish_run, update_run
+from shared.models import Source
 from shared.timeutil import Clock
 
 ROUND = 500
@@ -42,48 +39,18 @@ class BackfillRequest:
     launch_token: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class BackfillResult:
-    run_id: int
-    state: RunState
-    outcome: RunOutcome
-    messages_seen: int
-    messages_new: int
-    messages_skipped: int
-    collapsed: int
-
-    def resume_hint(self) -> str:
-        return "gmail-stats scan --backfill-message-ids"
-
-    def summary(self) -> str:
-        return (
-            f"run {self.run_id} {self.state}/{self.outcome}: {self.messages_seen:,} scan rows checked, "
-            f"{self.messages_new:,} Message-IDs filled, {self.collapsed:,} double counts removed, "
-            f"{self.messages_skipped:,} not fetched"
-        )
-
-
-@dataclass(slots=True)
-class _Tally:
-    seen: int = 0
-    filled: int = 0
-    skipped: int = 0
-    collapsed: int = 0
-
-
 class _Backfill:
-    def __init__(self, *, engine: Engine, run_id: int, fetcher: Fetcher, reporter: Reporter, clock: Clock) -> None:
-        self.engine = engine
-        self.run_id = run_id
-        self.fetcher = fetcher
-        self.reporter = reporter
-        self.clock = clock
-        self.tally = _Tally()
+    """The work: rounds of candidates, fetched and settled; `tally.new` counts filled ids, `collapsed` merges."""
 
-    def run(self, cancel: threading.Event) -> None:
+    def __init__(self, *, life: RunLifecycle, fetcher: Fetcher) -> None:
+        self.life = life
+        self.fetcher = fetcher
+        self.collapsed = 0
+
+    def run(self) -> None:
         after = 0
-        while not cancel.is_set():
-            with self.engine.connect() as conn:
+        while not self.life.cancel.is_set():
+            with self.life.engine.connect() as conn:
                 rows = backfill_candidates(conn, after_row=after, limit=ROUND)
             if not rows:
                 return
@@ -97,16 +64,17 @@ class _Backfill:
     def _commit(self, outcome: ChunkOutcome, by_gmail: dict[str, str]) -> None:
         statuses: dict[str, str] = {}
         warnings = self.fetcher.drain_warnings()
-        with self.engine.begin() as conn:
+        tally = self.life.tally
+        with self.life.batch(warnings) as conn:
             for meta in outcome.messages:
-                record = metadata_record(meta, now=self.clock(), warnings=warnings)
+                record = metadata_record(meta, now=self.life.clock(), warnings=warnings)
                 mail_id = by_gmail.get(meta.gmail_id, meta.gmail_id)
                 fill_scan_row(conn, record._replace(mail_id=mail_id))
                 if record.rfc_message_id is None:
                     statuses[mail_id] = "none"
                     continue
-                self.tally.filled += 1
-                self.tally.collapsed += collapse_double_counts(
+                tally.new += 1
+                self.collapsed += collapse_double_counts(
                     conn, keep_mail_id=mail_id, rfc_message_id=record.rfc_message_id
                 )
                 statuses[mail_id] = "found"
@@ -117,20 +85,9 @@ class _Backfill:
                 f"message {i} could not be fetched ({why}); run the backfill again" for i, why in outcome.failed.items()
             ]
             mark_backfilled(conn, statuses)
-            self.tally.seen += len(statuses)
-            self.tally.skipped += len(outcome.failed)
-            add_warnings(conn, self.run_id, warnings)
-            update_run(
-                conn,
-                self.run_id,
-                now=self.clock(),
-                messages_seen=self.tally.seen,
-                messages_new=self.tally.filled,
-                messages_skipped=self.tally.skipped,
-            )
-        for text in warnings:
-            self.reporter.warning(text)
-        self.reporter.progress(done=self.tally.seen, seen=self.tally.seen, new=self.tally.filled)
+            tally.seen += len(statuses)
+            tally.skipped += len(outcome.failed)
+        self.life.reporter.progress(done=tally.seen, seen=tally.seen, new=tally.new)
 
 
 def run_backfill(
@@ -143,59 +100,48 @@ def run_backfill(
     cancel: threading.Event,
     clock: Clock,
     on_consent_url: Callable[[str], None],
-) -> BackfillResult:
-    """Backfills missing Message-IDs as a normal run (`source='backfill'`); the caller holds the ingest lock."""
-    with engine.begin() as conn:
+    resume_hint: ResumeHint | None = None,
+) -> RunResult:
+    """Backfills missing Message-IDs as a normal run (`source='backfill'`); the caller holds the ingest lock.
+
+    A backfill is never reopened: its settled rows are remembered, so running it again is its resume.
+    """
+    life = RunLifecycle(
+        engine,
+        source=Source.BACKFILL,
+        reporter=reporter,
+        cancel=cancel,
+        clock=clock,
+        launch_token=request.launch_token,
+        resume_hint=resume_hint or (lambda _run_id: "gmail-stats scan --backfill-message-ids"),
+    )
+    with engine.connect() as conn:
         total = count_backfill_candidates(conn)
-        run_id = create_run(
-            conn, source=Source.BACKFILL, pid=os.getpid(), now=clock(), launch_token=request.launch_token
-        )
-        update_run(conn, run_id, now=clock(), total_estimate=total)
+    life.create(total_estimate=total)
 
     def consent(url: str) -> None:
-        with engine.begin() as conn:
-            update_run(conn, run_id, now=clock(), state=str(RunState.AWAITING_AUTH), auth_url=url)
+        life.awaiting_consent(url)
         on_consent_url(url)
 
-    def finish(state: RunState, outcome: RunOutcome, kind: str | None = None, error: str | None = None) -> None:
-        with engine.begin() as conn:
-            finish_run(conn, run_id, state=state, outcome=outcome, now=clock(), error_kind=kind, error=error)
-
     work: _Backfill | None = None
-    state, outcome = RunState.CANCELLED, RunOutcome.PARTIAL
-    with Heartbeat(engine, run_id, clock=clock):
+    with life.guard(heartbeat=True):
+        fetcher: Fetcher | None = None
+        if total:
+            factory = access.connect(on_consent_url=consent, cancel=cancel)
+            life.authorised()
+            pacer = QuotaPacer(tuning.units_per_second, monotonic=time.monotonic, wait=cancel.wait)
+            fetcher = Fetcher(factory, pacer=pacer, policy=tuning.retry, workers=tuning.workers, cancel=cancel)
+        reporter.start(description="Backfilling Message-IDs", total=total, done=0)
         try:
-            fetcher: Fetcher | None = None
-            if total:
-                factory = access.connect(on_consent_url=consent, cancel=cancel)
-                with engine.begin() as conn:
-                    update_run(conn, run_id, now=clock(), state=str(RunState.RUNNING), auth_url=None)
-                pacer = QuotaPacer(tuning.units_per_second, monotonic=time.monotonic, wait=cancel.wait)
-                fetcher = Fetcher(factory, pacer=pacer, policy=tuning.retry, workers=tuning.workers, cancel=cancel)
-            reporter.start(description="Backfilling Message-IDs", total=total, done=0)
-            try:
-                if fetcher is not None:
-                    work = _Backfill(engine=engine, run_id=run_id, fetcher=fetcher, reporter=reporter, clock=clock)
-                    work.run(cancel)
-            finally:
-                if fetcher is not None:
-                    fetcher.close()
-                reporter.finish()
-            if not cancel.is_set():
-                state = RunState.DONE
-                outcome = RunOutcome.PARTIAL if work is not None and work.tally.skipped else RunOutcome.COMPLETE
-            finish(state, outcome)
-        except (FetchCancelled, AuthCancelled):
-            finish(RunState.CANCELLED, RunOutcome.PARTIAL)
-        except GmailAuthError as exc:
-            finish(RunState.FAILED, RunOutcome.PARTIAL, exc.kind, str(exc))
-            raise
-        except GmailApiError as exc:
-            kind = ErrorKind.RATE_LIMITED if exc.kind == ErrorKind.RATE_LIMITED else ErrorKind.GMAIL_API
-            finish(RunState.FAILED, RunOutcome.PARTIAL, kind, str(exc))
-            raise GmailApiError(str(exc), kind=kind, status=exc.status) from exc
-    tally = work.tally if work is not None else _Tally()
-    if work is not None and tally.collapsed:
-        reporter.note(f"removed {tally.collapsed:,} messages counted twice (by a scan and by an import)")
-    final_state = RunState.DONE if state == RunState.DONE else RunState.CANCELLED
-    return BackfillResult(run_id, final_state, outcome, tally.seen, tally.filled, tally.skipped, tally.collapsed)
+            if fetcher is not None:
+                work = _Backfill(life=life, fetcher=fetcher)
+                work.run()
+        finally:
+            if fetcher is not None:
+                fetcher.close()
+        with life.batch() as conn:
+            life.finish(conn, cancelled=cancel.is_set(), partial=life.tally.skipped > 0)
+    collapsed = work.collapsed if work is not None else 0
+    if collapsed:
+        reporter.note(f"removed {collapsed:,} messages counted twice (by a scan and by an import)")
+    return life.result(detail=f"{collapsed:,} double counts removed")

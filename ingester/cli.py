@@ -17,19 +17,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine
 
 from ingester import run_request
 from ingester.importer import ImportRequest, check_mbox_path, run_import
+from ingester.lifecycle import RunResult
 from ingester.report import make_reporter
 from ingester.session import ingest_session
 from ingester.settings import IngesterSettings
 from ingester.signals import cancel_on_signals
 from shared.db import reader_engine
+from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import DatabaseError, GmailStatsError, UsageError
 from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
-from shared.models import RunState
+from shared.models import RunState, Source
+from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, list_runs
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
@@ -143,7 +146,11 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
-    with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
+    resume = _Resume(settings, source=Source.MBOX, mbox=request.path)
+    with (
+        cancel_on_signals(cancel, abort_note=resume.abort_note),
+        ingest_session(settings.db, clock=system_clock) as engine,
+    ):
         result = run_import(
             engine=engine,
             request=request,
@@ -151,15 +158,41 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
             cancel=cancel,
             clock=system_clock,
             parse_workers=settings.effective_parse_workers(),
+            resume_hint=resume,
         )
-    summary = (
-        f"run {result.run_id} {result.state}: {result.messages_seen:,} messages read, {result.messages_new:,} new, "
-        f"{result.messages_excluded:,} excluded (spam/trash/chat), {result.messages_skipped:,} skipped"
-    )
+    return _report(result, quiet=args.quiet)
+
+
+class _Resume:
+    """This process's resume command, written by `shared.resume` for its settings (database, file, style).
+
+    It remembers the run it was last asked about, so the abort message of a second Ctrl-C can name it.
+    """
+
+    def __init__(self, settings: IngesterSettings, *, source: Source, mbox: Path | None) -> None:
+        self.source = source
+        self.style = settings.command_style
+        make = self.style == CommandStyle.MAKE
+        default_db = settings.db == IngesterSettings.model_fields["db"].default
+        self.db = None if make or default_db else str(settings.db.absolute())
+        self.mbox = (settings.host_mbox if make else None) or (str(mbox.absolute()) if mbox is not None else None)
+        self.last = ""
+
+    def __call__(self, run_id: int) -> str:
+        self.last = resume_command(source=self.source, run_id=run_id, style=self.style, db=self.db, mbox_path=self.mbox)
+        return self.last
+
+    def abort_note(self) -> str:
+        if not self.last:
+            return "nothing was started yet"
+        return f"committed work is kept; resume later with: {self.last}"
+
+
+def _report(result: RunResult, *, quiet: bool) -> int:
     if result.state == RunState.CANCELLED:
-        print(f"cancelled; resume with: {result.resume_hint(request.path)}", file=sys.stderr, flush=True)
-    if not args.quiet:
-        print(summary, file=sys.stderr)
+        print(f"cancelled; resume with: {result.resume_command}", file=sys.stderr, flush=True)
+    if not quiet:
+        print(result.summary(), file=sys.stderr)
     return EXIT_OK
 
 
@@ -172,10 +205,10 @@ def _print_consent_url(url: str) -> None:
 
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
-    from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
+    from ingester.backfill import BackfillRequest, run_backfill
     from ingester.pacing import RetryPolicy
     from ingester.scan import run_scan
-    from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
+    from ingester.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
     access = GoogleAccess(
@@ -194,8 +227,12 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
     )
     cancel = threading.Event()
-    result: ScanResult | BackfillResult
-    with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:
+    result: RunResult
+    resume = _Resume(settings, source=Source.BACKFILL if args.backfill_message_ids else Source.GMAIL_API, mbox=None)
+    with (
+        cancel_on_signals(cancel, abort_note=resume.abort_note),
+        ingest_session(settings.db, clock=system_clock) as engine,
+    ):
         if args.backfill_message_ids:
             result = run_backfill(
                 engine=engine,
@@ -206,6 +243,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 cancel=cancel,
                 clock=system_clock,
                 on_consent_url=_print_consent_url,
+                resume_hint=resume,
             )
         else:
             result = run_scan(
@@ -217,20 +255,33 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 cancel=cancel,
                 clock=system_clock,
                 on_consent_url=_print_consent_url,
+                resume_hint=resume,
             )
-    if result.state == RunState.CANCELLED:
-        print(f"cancelled; resume with: {result.resume_hint()}", file=sys.stderr, flush=True)
-    if not args.quiet:
-        print(result.summary(), file=sys.stderr)
-    return EXIT_OK
+    return _report(result, quiet=args.quiet)
 
 
-def _open_for_reading(settings: IngesterSettings) -> Any:
+def _open_for_reading(settings: IngesterSettings) -> Engine:
+    """A read-only engine on an up-to-date database: never takes the lock, never writes, never creates a file.
+
+    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too.
+    """
     if not settings.db.is_file():
         raise DatabaseError(f"no database at {settings.db} yet; run `gmail-stats import PATH` first")
-    engine = reader_engine(settings.db)
-    with engine.connect() as conn:
-        version = schema_version(conn)
+    version: int | None = None
+    failure: BaseException | None = None
+    for readonly_shm in (False, True):
+        engine = reader_engine(settings.db, readonly_shm=readonly_shm)
+        try:
+            with engine.connect() as conn:
+                version = schema_version(conn)
+                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
+        except SQLITE_FAILURES as exc:
+            failure = failure or exc
+            continue
+        break
+    if version is None:
+        assert failure is not None
+        raise database_error(settings.db, failure) from failure
     check_not_too_new(version)
     if version < LATEST_VERSION:
         raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
@@ -308,14 +359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
     args = build_parser().parse_args(argv)
+    settings: IngesterSettings | None = None
     try:
         settings = _settings(args)
         return _COMMANDS[args.command](args, settings)
     except GmailStatsError as exc:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
-    except OperationalError as exc:
-        print(f"gmail-stats: database error: {exc.orig}", file=sys.stderr)
+    except SQLITE_FAILURES as exc:  # a read that failed past `_open_for_reading` (e.g. damage deeper in the file)
+        where = settings.db if settings is not None else Path("the database")
+        print(f"gmail-stats: {database_error(where, exc)}", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -6,29 +6,25 @@ so a `kill -9` at any instant followed by `--resume` (or any later scan: dedupe 
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
 
 from ingester.fetcher import ChunkOutcome, FetchCancelled, Fetcher, iter_done
 from ingester.gmail import (
     COST_GET_PROFILE,
     COST_HISTORY_LIST,
     COST_MESSAGES_LIST,
-    AuthCancelled,
     GmailAccess,
     GmailClient,
     IdPage,
     Profile,
 )
 from ingester.gmail_records import record_from_meta
-from ingester.heartbeat import Heartbeat
+from ingester.lifecycle import ResumeHint, RunLifecycle, RunResult
 from ingester.pacing import QuotaPacer
 from ingester.report import Reporter
 from ingester.scan_store import (
@@ -42,11 +38,10 @@ from ingester.scan_store import (
     set_sync_state,
     unknown_ids,
 )
-from ingester.scan_types import ScanRequest, ScanResult, ScanTuning, Tally
+from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.store import count_batch
-from shared.errors import DatabaseError, ErrorKind, GmailApiError, GmailAuthError, RunNotFoundError
-from shared.models import RunOutcome, RunState, Source
-from shared.runs import add_warnings, create_run, finish_run, get_run, reopen_run, update_run
+from shared.errors import ErrorKind, GmailApiError
+from shared.models import Source
 from shared.timeutil import Clock
 
 
@@ -54,100 +49,45 @@ class _Scanner:
     def __init__(
         self,
         *,
-        engine: Engine,
+        life: RunLifecycle,
         request: ScanRequest,
         access: GmailAccess,
         tuning: ScanTuning,
-        reporter: Reporter,
-        cancel: threading.Event,
-        clock: Clock,
         on_consent_url: Callable[[str], None],
     ) -> None:
-        self.engine = engine
+        self.life = life
+        self.engine = life.engine
         self.request = request
         self.access = access
         self.tuning = tuning
-        self.reporter = reporter
-        self.cancel = cancel
-        self.clock = clock
+        self.cancel = life.cancel
         self.on_consent_url = on_consent_url
-        self.tally = Tally()
-        self.run_id = 0
         self.retries_pending = False
         self.mode = "full"
         self.fetcher: Fetcher | None = None
 
-    # --- run row -------------------------------------------------------------------------------------------
     def _start_run(self) -> str | None:
         """Creates or reopens the run; returns the page token to resume from (None for page one)."""
-        with self.engine.begin() as conn:
-            wanted = self.request.resume_run_id
-            if wanted is None:
-                self.run_id = create_run(
-                    conn,
-                    source=Source.GMAIL_API,
-                    pid=os.getpid(),
-                    now=self.clock(),
-                    launch_token=self.request.launch_token,
-                )
-                return None
-            run = get_run(conn, wanted)
-            if run is None:
-                raise RunNotFoundError(f"there is no run {wanted}; see `gmail-stats runs`")
-            if run.source != Source.GMAIL_API:
-                raise RunNotFoundError(f"run {wanted} is a {run.source} run, not a Gmail scan")
-            reopen_run(conn, run.run_id, pid=os.getpid(), now=self.clock(), launch_token=self.request.launch_token)
-            self.run_id = run.run_id
-            self.tally = Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
-            return run.resume_token
+        if self.request.resume_run_id is None:
+            self.life.create()
+            return None
+        return self.life.reopen(self.request.resume_run_id).resume_token
 
     def _consent_url(self, url: str) -> None:
-        with self.engine.begin() as conn:
-            update_run(conn, self.run_id, now=self.clock(), state=str(RunState.AWAITING_AUTH), auth_url=url)
+        self.life.awaiting_consent(url)
         self.on_consent_url(url)
 
-    def _finish(
-        self, state: RunState, outcome: RunOutcome, *, kind: str | None = None, error: str | None = None
-    ) -> None:
-        with self.engine.begin() as conn:
-            finish_run(conn, self.run_id, state=state, outcome=outcome, now=self.clock(), error_kind=kind, error=error)
-
-    def _result(self, state: RunState, outcome: RunOutcome) -> ScanResult:
-        t = self.tally
-        return ScanResult(self.run_id, state, outcome, self.mode, t.seen, t.new, t.skipped, t.excluded)
-
-    # --- the scan ------------------------------------------------------------------------------------------
-    def run(self) -> ScanResult:
+    def run(self) -> RunResult:
         resume_token = self._start_run()
-        with Heartbeat(self.engine, self.run_id, clock=self.clock):
-            try:
-                return self._scan(resume_token)
-            except (FetchCancelled, AuthCancelled):
-                self._finish(RunState.CANCELLED, RunOutcome.PARTIAL)
-                return self._result(RunState.CANCELLED, RunOutcome.PARTIAL)
-            except GmailAuthError as exc:
-                self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind=exc.kind, error=str(exc))
-                raise
-            except OperationalError as exc:
-                with contextlib.suppress(OperationalError):
-                    self._finish(
-                        RunState.FAILED, RunOutcome.PARTIAL, kind=ErrorKind.DB, error=f"database error: {exc.orig}"
-                    )
-                raise DatabaseError(
-                    f"database error during the scan: {exc.orig}; resume with --resume {self.run_id}"
-                ) from exc
-            except GmailApiError as exc:
-                kind = ErrorKind.RATE_LIMITED if exc.kind == ErrorKind.RATE_LIMITED else ErrorKind.GMAIL_API
-                hint = f"; run `gmail-stats scan --resume {self.run_id}` later to continue"
-                self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind=kind, error=str(exc) + hint)
-                raise GmailApiError(str(exc) + hint, kind=kind, status=exc.status) from exc
-            finally:
-                self.reporter.finish()
+        with self.life.guard(heartbeat=True):
+            self._scan(resume_token)
+        return self.life.result(detail=f"{self.mode} listing")
 
-    def _scan(self, resume_token: str | None) -> ScanResult:
+    def _scan(self, resume_token: str | None) -> None:
+        life = self.life
         factory = self.access.connect(on_consent_url=self._consent_url, cancel=self.cancel)
-        with self.engine.begin() as conn:
-            update_run(conn, self.run_id, now=self.clock(), state=str(RunState.RUNNING), auth_url=None)
+        life.authorised()
+        with self.engine.connect() as conn:
             history_id = None if self.request.full else get_sync_state(conn, HISTORY_ID_KEY)
             retry_ids = pending_retries(conn)
         pacer = QuotaPacer(self.tuning.units_per_second, monotonic=time.monotonic, wait=self.cancel.wait)
@@ -157,14 +97,13 @@ class _Scanner:
         self.fetcher = fetcher
         try:
             profile: Profile = fetcher.call(COST_GET_PROFILE, lambda c: c.get_profile(), what="users.getProfile")
-            with self.engine.begin() as conn:
-                update_run(conn, self.run_id, now=self.clock(), total_estimate=profile.messages_total)
+            with life.batch(total_estimate=profile.messages_total) as conn:
                 # A resumed listing skips page one, where mail that arrived since the first start sits: the
                 # history id to keep is the one from before the first start, so the next scan replays from there.
                 pending = get_sync_state(conn, PENDING_HISTORY_ID_KEY) if resume_token is not None else None
                 start_history_id = pending or profile.history_id
                 set_sync_state(conn, PENDING_HISTORY_ID_KEY, start_history_id)
-            self.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=self.tally.seen)
+            life.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=life.tally.seen)
             self.retries_pending = bool(retry_ids)
             if retry_ids and not self._process(fetcher, retry_ids, count_seen=False):
                 raise FetchCancelled()
@@ -175,14 +114,11 @@ class _Scanner:
         finally:
             fetcher.close()
             self._warn([])
-        with self.engine.begin() as conn:
+        with life.batch(resume_token=None) as conn:
             left = pending_retries(conn)
             set_sync_state(conn, HISTORY_ID_KEY, start_history_id)
             delete_sync_state(conn, PENDING_HISTORY_ID_KEY)
-            outcome = RunOutcome.PARTIAL if left else RunOutcome.COMPLETE
-            update_run(conn, self.run_id, now=self.clock(), resume_token=None)
-            finish_run(conn, self.run_id, state=RunState.DONE, outcome=outcome, now=self.clock())
-        return self._result(RunState.DONE, outcome)
+            life.finish(conn, cancelled=False, partial=bool(left))
 
     def _list(self, fetcher: Fetcher, token: str | None) -> IdPage:
         return fetcher.call(COST_MESSAGES_LIST, lambda c: c.list_messages(page_token=token), what="messages.list")
@@ -247,21 +183,23 @@ class _Scanner:
         for outcome in iter_done(futures):
             complete = self._commit(outcome) and complete
         if complete:
-            self.tally.seen += seen
-            with self.engine.begin() as conn:
-                values = {"resume_token": resume_token} if self.mode == "full" and resume_token else {}
-                update_run(conn, self.run_id, now=self.clock(), messages_seen=self.tally.seen, **values)
-            self.reporter.progress(done=self.tally.seen, seen=self.tally.seen, new=self.tally.new)
+            tally = self.life.tally
+            tally.seen += seen
+            values = {"resume_token": resume_token} if self.mode == "full" and resume_token else {}
+            with self.life.batch(**values):
+                pass
+            self.life.reporter.progress(done=tally.seen, seen=tally.seen, new=tally.new)
         return complete
 
     def _commit(self, outcome: ChunkOutcome) -> bool:
+        life, tally = self.life, self.life.tally
         records = []
         notes: list[str] = []  # odd headers: counted anyway, and said so
-        now = self.clock()
+        now = self.life.clock()
         for meta in outcome.messages:
             record = record_from_meta(meta, now=now, warnings=notes)
             if record is None:
-                self.tally.excluded += 1
+                tally.excluded += 1
             else:
                 records.append(record)
         warnings = notes + [f"message {i} was deleted before it could be read; skipped" for i in outcome.gone]
@@ -271,35 +209,18 @@ class _Scanner:
         ]
         if self.fetcher is not None:
             warnings = self.fetcher.drain_warnings() + warnings
-        self.tally.skipped += len(outcome.failed)
-        with self.engine.begin() as conn:
-            result = count_batch(conn, records, source=Source.GMAIL_API, run_id=self.run_id)
-            self.tally.new += result.new
+        tally.skipped += len(outcome.failed)
+        with life.batch(warnings) as conn:
+            tally.new += count_batch(conn, records, source=Source.GMAIL_API, run_id=life.run_id).new
             if self.retries_pending:
                 clear_retries(conn, [m.gmail_id for m in outcome.messages] + list(outcome.gone))
-            record_retries(conn, outcome.failed, run_id=self.run_id)
-            add_warnings(conn, self.run_id, warnings)
-            update_run(
-                conn,
-                self.run_id,
-                now=self.clock(),
-                messages_new=self.tally.new,
-                messages_skipped=self.tally.skipped,
-                messages_excluded=self.tally.excluded,
-            )
-        for text in warnings:
-            self.reporter.warning(text)
+            record_retries(conn, outcome.failed, run_id=life.run_id)
         return not outcome.unfinished
 
     def _warn(self, warnings: list[str]) -> None:
         if self.fetcher is not None:
             warnings = self.fetcher.drain_warnings() + warnings
-        if not warnings:
-            return
-        with self.engine.begin() as conn:
-            add_warnings(conn, self.run_id, warnings)
-        for text in warnings:
-            self.reporter.warning(text)
+        self.life.warn(warnings)
 
 
 def _history_page(start: str, token: str | None) -> Callable[[GmailClient], IdPage]:
@@ -319,16 +240,17 @@ def run_scan(
     cancel: threading.Event,
     clock: Clock,
     on_consent_url: Callable[[str], None],
-) -> ScanResult:
+    resume_hint: ResumeHint | None = None,
+) -> RunResult:
     """Scans the mailbox behind `access` into the database behind `engine` (the caller holds the ingest lock)."""
-    scanner = _Scanner(
-        engine=engine,
-        request=request,
-        access=access,
-        tuning=tuning,
+    life = RunLifecycle(
+        engine,
+        source=Source.GMAIL_API,
         reporter=reporter,
         cancel=cancel,
         clock=clock,
-        on_consent_url=on_consent_url,
+        launch_token=request.launch_token,
+        resume_hint=resume_hint or (lambda run_id: f"gmail-stats scan --resume {run_id}"),
     )
+    scanner = _Scanner(life=life, request=request, access=access, tuning=tuning, on_consent_url=on_consent_url)
     return scanner.run()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from shared.resume import CommandStyle
 from shared.settings import CommonSettings
 
 
@@ -22,6 +23,16 @@ class IngesterSettings(CommonSettings):
     launch_token: str | None = Field(
         default=None,
         description="Set by the viewer when it launches an ingester; stored on the run row so it finds its run.",
+    )
+    command_style: CommandStyle = Field(
+        default=CommandStyle.CLI,
+        description="How printed resume commands are written: `cli` (gmail-stats ...) or `make` (make import "
+        "MBOX=... RESUME=N, what works on a Docker host; compose sets it).",
+    )
+    host_mbox: str | None = Field(
+        default=None,
+        description="The host path of the mbox being imported, as given to `make import MBOX=`; used only in "
+        "printed resume commands (the Makefile sets it).",
     )
     credentials: Path = Field(
         default=Path("./credentials.json"),

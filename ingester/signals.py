@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -16,16 +16,20 @@ ABORT_EXIT_CODE = 130
 _HANDLED = (signal.SIGTERM, signal.SIGINT)
 
 
+def _no_run() -> str:
+    return "committed work is kept; see `gmail-stats runs` for the run to resume"
+
+
 @contextmanager
-def cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
-    """Within the block, the first signal sets `cancel`; the next one exits the process immediately.
+def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str] = _no_run) -> Iterator[None]:
+    """Within the block, the first signal sets `cancel`; the next one prints `abort_note()` and exits at once.
 
     Committed work is safe either way: every batch commits with the progress it covers.
     """
 
     def handle(signum: int, _frame: FrameType | None) -> None:
         if cancel.is_set():
-            os.write(2, b"second signal: aborting now; resume later with --resume\n")
+            os.write(2, f"second signal: aborting now; {abort_note()}\n".encode())
             os._exit(ABORT_EXIT_CODE)
         cancel.set()
 

@@ -41,9 +41,10 @@ def writer_engine(db_path: Path) -> Engine:
     create_private(db_path)  # before SQLite would create it with the umask's mode (usually 0644)
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
+        return sqlite3.connect(str(db_path), isolation_level=None)
 
-    # One connection for the process's life: reconnecting per transaction would checkpoint on every close.
+    # One connection for the engine's life (reconnecting per transaction would checkpoint on every close), and
+    # sqlite3's own thread check left on: an engine belongs to the thread that uses it (see ingester.heartbeat).
     engine = create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")
@@ -73,7 +74,7 @@ def reader_engine(db_path: Path, *, readonly_shm: bool = False) -> Engine:
         uri += "&readonly_shm=1"
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return sqlite3.connect(uri, uri=True)  # per checkout (NullPool): opened, used and closed on one thread
 
     engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
 

@@ -115,9 +115,10 @@ class InputFileError(GmailStatsError):
 
 
 class RunNotFoundError(GmailStatsError):
-    """A run id given on the command line does not exist or cannot be resumed this way."""
+    """A run id given on the command line does not exist or cannot be resumed this way; nothing was done."""
 
     kind = ErrorKind.BAD_RESUME
+    exit_code = 2
 
 
 class GmailAuthError(GmailStatsError):

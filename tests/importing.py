@@ -6,7 +6,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ingester.importer import ImportRequest, ImportResult, run_import
+from ingester.importer import ImportRequest, run_import
+from ingester.lifecycle import RunResult
 from ingester.report import QuietReporter
 from ingester.session import ingest_session
 from shared.db import reader_engine
@@ -14,13 +15,15 @@ from shared.summary import all_senders, summary_document
 from shared.timeutil import system_clock
 
 
-def import_file(db: Path, path: Path, *, workers: int = 0, **request: Any) -> ImportResult:
+def import_file(
+    db: Path, path: Path, *, workers: int = 0, cancel: threading.Event | None = None, **request: Any
+) -> RunResult:
     with ingest_session(db, clock=system_clock) as engine:
         return run_import(
             engine=engine,
             request=ImportRequest(path=path, **request),
             reporter=QuietReporter(),
-            cancel=threading.Event(),
+            cancel=cancel or threading.Event(),
             clock=system_clock,
             parse_workers=workers,
         )

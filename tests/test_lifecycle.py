@@ -8,6 +8,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def test_second_ingester_is_refused_by_the_lock(tmp_path: Path, db_path: Path) -
         assert result.returncode == 75
         assert result.stderr.strip() == f"gmail-stats: another ingester is already running against {db_path}"
         assert time.monotonic() - started >= 1.5  # it waited out a possible viewer probe first
-        assert not db_path.exists()  # the lock is taken before the database is touched
+        assert db_path.stat().st_size == 0  # the holder made it; the refused one never wrote to it
     finally:
         holder.kill()
         holder.communicate()
@@ -66,7 +67,7 @@ def test_lock_is_not_inherited_by_children(db_path: Path) -> None:
         child = subprocess.Popen(["sleep", "30"], close_fds=False)
         try:
             targets = {os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{child.pid}/fd")}
-            assert str(db_path) + ".ingest.lock" not in targets
+            assert str(db_path) + ".ingest.lock" not in targets and str(db_path) not in targets
         finally:
             child.kill()
             child.wait()
@@ -163,7 +164,10 @@ def test_second_signal_aborts_at_once(big_mbox: tuple[Path, dict[str, int]], tmp
 def test_resume_of_a_changed_file_restarts_and_stays_exact(tmp_path: Path, db_path: Path) -> None:
     mbox = tmp_path / "a.mbox"
     write_mbox(mbox, generate_messages(count=50, body_bytes=100))
-    first = import_file(db_path, mbox)
+    stop = threading.Event()
+    stop.set()  # a Ctrl-C right away: the run ends cancelled after its first batch
+    first = import_file(db_path, mbox, cancel=stop)
+    assert first.state == "cancelled"
     expected = write_mbox(mbox, generate_messages(count=80, body_bytes=100))  # Takeout wrote a new export
     again = import_file(db_path, mbox, resume_run_id=first.run_id)
     assert again.run_id == first.run_id
@@ -177,4 +181,4 @@ def test_resume_of_unknown_or_wrong_run(tmp_path: Path, db_path: Path) -> None:
     mbox = tmp_path / "a.mbox"
     write_mbox(mbox, generate_messages(count=2, body_bytes=10))
     result = run_cli("import", mbox, "--resume", "42", "--db", db_path)
-    assert (result.returncode, result.stderr.strip()) == (1, "gmail-stats: there is no run 42; see `gmail-stats runs`")
+    assert (result.returncode, result.stderr.strip()) == (2, "gmail-stats: there is no run 42; see `gmail-stats runs`")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from shared.errors import ErrorKind
 from shared.lock import is_lock_held
-from shared.models import RunOutcome, RunState, Source
+from shared.models import RunState, Source
+from shared.resume import resume_command
 from shared.runs import Run, get_run, run_by_launch_token
 from viewer.database import Database
 from viewer.errors import ApiError
@@ -106,17 +107,20 @@ class RunControl:
             raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} is a {run.source} run, not {ask.source}")
         if run.is_open and is_lock_held(self.settings.db):
             raise ApiError(409, ErrorKind.RUN_ACTIVE, f"run {run_id} is still running")
-        if run.state == RunState.DONE and run.outcome == RunOutcome.COMPLETE and command is LaunchCommand.IMPORT:
-            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} is complete; start a new import instead")
+        if run.state == RunState.DONE:  # the ingester refuses it too: there is nothing left to continue
+            kind = "import" if command is LaunchCommand.IMPORT else "scan"
+            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {kind} instead")
         if command is LaunchCommand.SCAN:
             return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
         relative = relative_to_import_dir(self.settings.import_dir, run.mbox_path or "")
         if relative is None:
+            terminal = resume_command(
+                source=Source.MBOX, run_id=run_id, mbox_path=run.mbox_path, db=str(self.settings.db)
+            )
             raise ApiError(
                 422,
-                "bad_resume",
-                f"run {run_id} read a file outside the import folder; resume it in a terminal with "
-                f"`gmail-stats import PATH --resume {run_id}`",
+                ErrorKind.BAD_RESUME,
+                f"run {run_id} read a file outside the import folder; resume it in a terminal with `{terminal}`",
             )
         resolved = self._resolved_import(relative)
         return LaunchRequest(command=command, launch_token=token, import_path=resolved, resume_run_id=run_id)

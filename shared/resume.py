@@ -1,0 +1,48 @@
+"""The resume command a person can paste as it is printed: one pure function for the ingester and the viewer.
+
+It must name everything the resumed run depends on (database, file, run id), quoted for a POSIX shell, in the
+form that works where the person is: the `gmail-stats` CLI, or the Makefile's `make` verbs on a Docker host.
+"""
+
+from __future__ import annotations
+
+import shlex
+from enum import StrEnum
+
+from shared.models import Source
+
+
+class CommandStyle(StrEnum):
+    CLI = "cli"
+    MAKE = "make"
+
+
+def resume_command(
+    *,
+    source: str,
+    run_id: int,
+    style: CommandStyle = CommandStyle.CLI,
+    db: str | None = None,
+    mbox_path: str | None = None,
+) -> str:
+    """The command that continues run `run_id` of `source`.
+
+    `db` is the database to repeat with `--db` (None for the default one); `mbox_path` the file an import read,
+    as the person knows it (on a Docker host: the host path given to `make import MBOX=`). A backfill is never
+    reopened: running it again is its resume.
+    """
+    if style == CommandStyle.MAKE:
+        if source == Source.MBOX:
+            return f"make import MBOX={shlex.quote(mbox_path or 'PATH')} RESUME={run_id}"
+        if source == Source.BACKFILL:
+            return "docker compose run --rm --service-ports ingester scan --backfill-message-ids"
+        return f"make scan RESUME={run_id}"
+    if source == Source.MBOX:
+        argv = ["gmail-stats", "import", mbox_path or "PATH", "--resume", str(run_id)]
+    elif source == Source.BACKFILL:
+        argv = ["gmail-stats", "scan", "--backfill-message-ids"]
+    else:
+        argv = ["gmail-stats", "scan", "--resume", str(run_id)]
+    if db is not None:
+        argv += ["--db", db]
+    return shlex.join(argv)

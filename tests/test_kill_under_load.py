@@ -1,0 +1,113 @@
+"""kill -9 at random points of an import, a scan (fake Google server) and a backfill while another process keeps a
+core busy; every resume ends with exact counts. Load makes the heartbeat and the work interleave unpredictably."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.factories import generate_messages, write_mbox
+from tests.fakes.takeout import write_takeout
+from tests.importing import counts_of, query
+from tests.processes import parse_workers_alive, start_import, wait_for_progress, wait_until
+from tests.scan_support import fake_google, last_run, runs, sender_counts, wait_for
+from tests.test_scan_upgrade import rust_database
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cpu_load() -> Iterator[None]:
+    """A busy loop for the whole test, competing with the ingester's threads and processes for the CPU."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+def test_import_killed_twice_at_random_points_then_resumed(tmp_path: Path, cpu_load: None) -> None:
+    mbox = tmp_path / "takeout.mbox"
+    expected = write_mbox(mbox, generate_messages(count=30_000, body_bytes=1200, senders=400, spam_every=40))
+    db = tmp_path / "stats.db"
+    size = mbox.stat().st_size
+    rng = random.Random(801)
+    resume: list[str] = []
+    for _ in range(2):
+        process = start_import(db, mbox, *resume, GMAIL_STATS_PARSE_WORKERS="2")
+        wait_for_progress(db, process, at_least=rng.randint(size // 10, size * 7 // 10) if not resume else 1)
+        time.sleep(rng.random() * 0.2)
+        process.kill()
+        process.communicate()
+        resume = ["--resume", "1"]
+        assert wait_until(lambda: not parse_workers_alive()), "parse workers outlived their killed parent"
+    final = start_import(db, mbox, *resume)
+    _, stderr = final.communicate(timeout=300)
+    assert final.returncode == 0, stderr
+    assert counts_of(db) == expected
+    assert query(db, "SELECT run_id, state, outcome FROM ingest_runs") == [(1, "done", "complete")]
+
+
+def test_scan_killed_at_a_random_point_then_resumed(tmp_path: Path, cpu_load: None) -> None:
+    rng = random.Random(802)
+    with fake_google(tmp_path, 1500, quota=600) as g:
+        process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC="600")
+        at_least = rng.randint(100, 1000)
+        try:
+            wait_for(
+                lambda: (run := last_run(g.db)) is not None and int(run["messages_new"]) >= at_least,  # type: ignore[call-overload]
+                timeout=120,
+                what=f"{at_least} messages counted",
+            )
+            time.sleep(rng.random() * 0.3)
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        g.google.bucket = None
+        result = g.scan("--resume", "1", timeout=300)
+        assert result.returncode == 0, result.stderr
+        final = runs(g.db)
+        assert [(r["run_id"], r["state"], r["outcome"]) for r in final] == [(1, "done", "complete")]
+        assert sender_counts(g.db) == g.google.mailbox.expected_counts()
+
+
+def _checked(db: Path) -> int:
+    try:
+        return int(query(db, "SELECT count(*) FROM backfill_checked")[0][0])
+    except Exception:
+        return 0
+
+
+def test_backfill_killed_at_a_random_point_then_run_again(tmp_path: Path, cpu_load: None) -> None:
+    rng = random.Random(803)
+    with fake_google(tmp_path, 1200, quota=600) as g:
+        kept = [g.google.mailbox.messages[i] for i in g.google.mailbox.listed(include_spam_trash=False)]
+        counts: dict[str, int] = {}
+        for message in kept:
+            counts[message.header("From") or ""] = counts.get(message.header("From") or "", 0) + 1
+        rust_database(g.db, version=1, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=False)
+        mbox = tmp_path / "mail.mbox"
+        write_takeout(mbox, [(m, False) for m in kept if m.message_id is not None])
+        assert run_cli("import", mbox, "--db", g.db, "--quiet").returncode == 0  # double counts to collapse
+        process = g.popen("--backfill-message-ids", GMAIL_STATS_QUOTA_UNITS_PER_SEC="600")
+        at_least = rng.randint(50, 700)
+        try:
+            wait_for(lambda: _checked(g.db) >= at_least, timeout=120, what="part of the backfill")
+            time.sleep(rng.random() * 0.3)
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        g.google.bucket = None
+        again = g.scan("--backfill-message-ids", timeout=300)
+        assert again.returncode == 0, again.stderr
+        assert runs(g.db)[-1]["state"] == "done"
+        assert sender_counts(g.db) == g.google.mailbox.expected_counts()
+        assert query(g.db, "PRAGMA integrity_check") == [("ok",)]
