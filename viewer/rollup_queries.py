@@ -18,6 +18,8 @@ from shared.models import domain_months, domains, months, sender_months, senders
 from viewer.sender_queries import SortOrder, gmail_search_url
 
 _D = domains.c
+# SQLite's largest integer: `offset + limit` of a page far past the end must still bind (the API allows any int64).
+_SQLITE_MAX_INT = 2**63 - 1
 _RATIO: ColumnElement[float] = literal_column("(CAST(domains.unread AS REAL) / max(domains.mails_sent, 1))")
 
 
@@ -182,7 +184,7 @@ def domains_page(
     # Unaffected domains come straight off the sort's index; the few with hidden senders are recomputed and
     # merged in at their place, so order and paging stay exact.
     unaffected = and_(condition, _D.domain.not_in(list(hidden))) if hidden else condition
-    stmt = select(*domains.c).where(unaffected).order_by(*ordering).limit(offset + limit)
+    stmt = select(*domains.c).where(unaffected).order_by(*ordering).limit(min(offset + limit, _SQLITE_MAX_INT))
     rows = [_domain_row(r) for r in conn.execute(stmt)]
     extra: list[DomainRow] = []
     gone = 0
