@@ -205,7 +205,10 @@ def test_make_verbs_take_resume(tmp_path: Path) -> None:
     mbox.write_bytes(b"")
 
     def dry(*args: str) -> str:
-        result = subprocess.run(["make", "-n", *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=30)
+        # --no-print-directory: under `make test` this make is nested and would announce its directory.
+        result = subprocess.run(
+            ["make", "-n", "--no-print-directory", *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=30
+        )
         assert result.returncode == 0, result.stderr
         return result.stdout
 
