@@ -159,13 +159,13 @@ def _single(base: str, url: str, repeat: int = 20, vary: int = 0) -> list[float]
     return samples
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--pollers", type=int, default=20)
     parser.add_argument("--pause", type=float, default=1.0, help="pause between a poller's cycles (the page: 1 s)")
     parser.add_argument("--regenerate", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.regenerate or not DB.exists():
         generate(DB)
     port = _free_port()
