@@ -1,24 +1,38 @@
-# Each verb is one line; `make install` then `make test` is the whole development loop.
+# Each verb is one line. `make install` puts gmail-stats (runtime only) in .venv; `make test` and `make check` add the
+# developer tools first (requirements/dev.txt). PYTHON=… picks the interpreter that creates .venv (3.11 or newer).
+PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-UV := $(shell command -v uv 2>/dev/null || echo $(BIN)/uv)
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 MBOX ?=
 
-.PHONY: install fmt check test bench up down logs scan import
+.PHONY: install install-dev lock fmt check test bench up down logs scan import
 
-install:
-	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups --compile-bytecode
+install: $(RUNTIME)
+	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
 
-fmt:
+install-dev: $(DEV)
+
+$(RUNTIME): requirements/runtime.txt requirements/build.txt pyproject.toml tools/install.sh
+	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/runtime.txt requirements/build.txt && touch $@
+
+$(DEV): requirements/dev.txt pyproject.toml tools/install.sh
+	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/dev.txt && touch $@ $(RUNTIME)
+
+lock: $(DEV)
+	sh tools/lock.sh
+
+fmt: $(DEV)
 	$(BIN)/ruff format shared ingester viewer tests bench && $(BIN)/ruff check --fix shared ingester viewer tests bench
 
-check:
+check: $(DEV)
 	$(BIN)/ruff format --check shared ingester viewer tests bench && $(BIN)/ruff check shared ingester viewer tests bench && $(BIN)/mypy shared ingester viewer bench
 
-test:
+test: $(DEV)
 	$(BIN)/pytest
 
-bench:
+bench: $(DEV)
 	$(BIN)/python -m bench
 
 up:
