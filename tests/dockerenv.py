@@ -19,9 +19,14 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-IMAGE = "gmail-stats:local"
+# The tests' own tag, so a test run never rebuilds or retags the image a user runs (`gmail-stats:local`).
+IMAGE = "gmail-stats:test"
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
+GET_AN_ENGINE = (
+    "install Docker Engine (Linux) or Docker Desktop (macOS), start it, and make sure your user may use it "
+    "(`docker info` answers) to run the Docker tests"
+)
 
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -36,13 +41,13 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
 def engine_problem() -> str | None:
     """Why no engine is usable, or None when `docker info` answers."""
     if shutil.which("docker") is None:
-        return "no docker CLI on PATH (run .ci/docker-setup.sh)"
+        return f"no docker CLI on PATH; {GET_AN_ENGINE}"
     try:
         result = docker("info", "--format", "{{.ServerVersion}}", check=False, timeout=20)
     except subprocess.TimeoutExpired:
         return "docker info timed out"
     if result.returncode != 0:
-        return "no Docker engine reachable (run .ci/docker-setup.sh)"
+        return f"no Docker engine answers `docker info`; {GET_AN_ENGINE}"
     return None
 
 
@@ -65,6 +70,7 @@ def python_image() -> str:
 def compose_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GMAIL_STATS_", "COMPOSE_"))}
     env["PYTHON_IMAGE"] = python_image()
+    env["GMAIL_STATS_IMAGE"] = IMAGE
     env.update(extra)
     return env
 
