@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ingester.auth import GoogleAccess
@@ -29,9 +29,13 @@ from ingester.report import QuietReporter
 from ingester.scan import run_scan
 from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
 from ingester.session import ingest_session
+from ingester.settings import IngesterSettings
 from shared.timeutil import system_clock
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The settings own every default; model_construct takes them without reading the environment.
+DEFAULTS = IngesterSettings.model_construct()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[ScanResul
         oauth_port=0,
         auth_timeout=5,
         api_endpoint=fake.base_url,
+        http_timeout=DEFAULTS.http_timeout,
         note=lambda text: None,
     )
     with ingest_session(db, clock=system_clock) as engine:
@@ -84,7 +89,7 @@ def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[ScanResul
             engine=engine,
             request=ScanRequest(),
             access=access,
-            tuning=ScanTuning(units_per_second=units, workers=workers),
+            tuning=replace(ScanTuning.from_settings(DEFAULTS), units_per_second=units, workers=workers),
             reporter=QuietReporter(),
             cancel=threading.Event(),
             clock=system_clock,

@@ -163,7 +163,6 @@ def _print_consent_url(url: str) -> None:
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
     from ingester.backfill import BackfillRequest, BackfillResult, run_backfill
-    from ingester.pacing import RetryPolicy
     from ingester.scan import run_scan
     from ingester.scan_types import ScanRequest, ScanResult, ScanTuning
 
@@ -178,11 +177,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         http_timeout=settings.http_timeout,
         note=reporter.note,
     )
-    tuning = ScanTuning(
-        units_per_second=settings.quota_units_per_sec,
-        workers=settings.scan_workers,
-        retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
-    )
+    tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()
     result: ScanResult | BackfillResult
     with cancel_on_signals(cancel), ingest_session(settings.db, clock=system_clock) as engine:

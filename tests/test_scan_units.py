@@ -209,7 +209,13 @@ def test_batches_never_cost_more_than_a_second_of_quota(units: float, batch: int
 
     clock = FakeTime()
     pacer = QuotaPacer(units, monotonic=clock.monotonic, wait=clock.wait)
-    fetcher = Fetcher(lambda: None, pacer=pacer, policy=RetryPolicy(), workers=1, cancel=threading.Event())  # type: ignore[arg-type, return-value]
+    fetcher = Fetcher(
+        lambda: None,
+        pacer=pacer,
+        policy=RetryPolicy(attempts=7, base_seconds=0.25),
+        workers=1,
+        cancel=threading.Event(),
+    )  # type: ignore[arg-type, return-value]
     try:
         assert fetcher.batch_size == batch
     finally:
