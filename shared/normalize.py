@@ -12,22 +12,12 @@ from email.utils import getaddresses
 from functools import lru_cache
 
 _WHITESPACE = re.compile(r"\s+")
-NO_SENDER = ""
-NO_SENDER_LABEL = "(no sender)"
 
 
 @dataclass(frozen=True, slots=True)
 class SenderIdentity:
     key: str
     display_name: str
-
-
-def decode_header_bytes(raw: bytes) -> str:
-    """Raw header bytes as text: UTF-8 when valid, else Latin-1 (which maps every byte, so nothing is lost)."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
 
 
 def decode_rfc2047(value: str) -> str:
@@ -91,7 +81,6 @@ def parse_labels(value: str) -> tuple[str, ...]:
 
 
 # Gmail's system labels as Takeout writes them; reserved names, so compared case-insensitively.
-EXCLUDED_LABELS = frozenset({"spam", "trash", "chat"})
 SPAM_TRASH_LABELS = frozenset({"spam", "trash"})
 UNREAD_LABEL = "unread"
 
