@@ -7,7 +7,7 @@ RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 MBOX ?=
 
-.PHONY: install install-dev lock fmt check test bench up down logs scan import
+.PHONY: install install-dev lock docs fmt check test bench up down logs scan import
 
 install: $(RUNTIME)
 	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
@@ -23,11 +23,14 @@ $(DEV): requirements/dev.txt pyproject.toml tools/install.sh
 lock: $(DEV)
 	sh tools/lock.sh
 
+docs: $(DEV)
+	$(BIN)/python -m tools.reference
+
 fmt: $(DEV)
-	$(BIN)/ruff format shared ingester viewer tests bench && $(BIN)/ruff check --fix shared ingester viewer tests bench
+	$(BIN)/ruff format shared ingester viewer tests bench tools && $(BIN)/ruff check --fix shared ingester viewer tests bench tools
 
 check: $(DEV)
-	$(BIN)/ruff format --check shared ingester viewer tests bench && $(BIN)/ruff check shared ingester viewer tests bench && $(BIN)/mypy shared ingester viewer bench
+	$(BIN)/ruff format --check shared ingester viewer tests bench tools && $(BIN)/ruff check shared ingester viewer tests bench tools && $(BIN)/mypy shared ingester viewer bench tools
 
 test: $(DEV)
 	$(BIN)/pytest

@@ -30,6 +30,7 @@ from shared.lock import is_lock_held
 from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.models import RunState
 from shared.runs import Run, list_runs
+from shared.settings import flag_help
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
 
@@ -39,7 +40,7 @@ EXIT_USAGE = 2
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", type=Path, help="database file (env GMAIL_STATS_DB, default ./stats.db)")
+    parser.add_argument("--db", type=Path, metavar="FILE", help=flag_help(IngesterSettings, "db", "database file"))
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     noise.add_argument("--verbose", "-v", action="store_true", help="also print every warning")
@@ -85,8 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fetch missing Message-IDs of older scan rows and remove double counts with imports",
     )
-    scan.add_argument("--credentials", type=Path, metavar="PATH", help="OAuth client file (default ./credentials.json)")
-    scan.add_argument("--tokens", type=Path, metavar="PATH", help="token cache file (default ./tokencache.json)")
+    scan.add_argument(
+        "--credentials", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "credentials", "OAuth client file")
+    )
+    scan.add_argument(
+        "--tokens", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "tokens", "token cache file")
+    )
     _common(scan)
 
     runs = commands.add_parser(
@@ -107,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write per-sender statistics: the same JSON document the viewer serves at /api/summary.",
         epilog="Example:\n  gmail-stats export --format csv --output senders.csv",
     )
-    export.add_argument("--format", choices=("json", "csv"), default="json")
+    export.add_argument("--format", choices=("json", "csv"), default="json", help="output format (default json)")
     export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _common(export)
     return parser
