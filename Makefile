@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 MBOX ?=
+RESUME ?=
+# `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run.
+RESUME_FLAG = $(if $(RESUME),--resume $(RESUME))
 
 .PHONY: install install-dev lock docs fmt check test bench up down logs scan import
 
@@ -48,7 +51,7 @@ logs:
 	docker compose logs -f
 
 scan:
-	docker compose run --rm --service-ports ingester scan
+	docker compose run --rm --service-ports ingester scan $(RESUME_FLAG)
 
 import:
-	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox' >&2; exit 2; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" ingester import "/mbox/$$(basename -- "$(MBOX)")"
+	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)
