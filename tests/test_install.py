@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.conftest import REPO_ROOT
 from tests.factories import generate_messages, write_mbox
@@ -63,6 +68,31 @@ def test_the_locks_pin_every_package_by_hash_and_name_no_url() -> None:
         assert all("==" in pin for pin in pins), name
         assert text.count("--hash=sha256:") >= len(pins), name
         assert "://" not in text, name
+
+
+def pins(name: str) -> dict[str, Version]:
+    text = (REPO_ROOT / "requirements" / f"{name}.txt").read_text()
+    found = re.findall(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)", text, re.MULTILINE)
+    return {canonicalize_name(package): Version(version) for package, version in found}
+
+
+@pytest.mark.parametrize(("lock", "groups"), [("runtime", []), ("build", ["build"]), ("dev", ["build", "dev"])])
+def test_the_locks_pin_what_pyproject_asks_for(lock: str, groups: list[str]) -> None:
+    """Catches a dependency added to pyproject.toml without `make lock`."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    wanted = [] if lock == "build" else list(project["project"]["dependencies"])
+    wanted += [spec for group in groups for spec in project["dependency-groups"][group]]
+    pinned = pins(lock)
+    for spec in map(Requirement, wanted):
+        name = canonicalize_name(spec.name)
+        assert name in pinned, f"{spec.name} is not in requirements/{lock}.txt: run `make lock`"
+        assert spec.specifier.contains(pinned[name], prereleases=True), f"{spec} vs {pinned[name]}: run `make lock`"
+
+
+def test_dev_pins_agree_with_the_runtime_and_build_pins() -> None:
+    dev = pins("dev")
+    for lock in ("runtime", "build"):
+        assert {name: dev.get(name) for name in pins(lock)} == pins(lock), lock
 
 
 def run_install(python: str | Path, venv: Path, **env: str) -> subprocess.CompletedProcess[str]:
