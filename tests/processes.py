@@ -64,12 +64,3 @@ def parse_workers_alive() -> list[int]:
         if parent == me or marked:
             alive.append(int(entry.name))
     return alive
-
-
-def wait_until(predicate: object, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False

@@ -8,8 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,11 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
+from tests.importing import counts_of
+from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
+
+# The one count reader (tests/importing.py), under the name the scan tests use.
+sender_counts = counts_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +79,6 @@ def fake_google(
         yield setup
 
 
-def sender_counts(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT sender, mails_sent FROM senders WHERE mails_sent > 0").fetchall()
-    conn.close()
-    return {str(sender): int(count) for sender, count in rows}
-
-
 def runs(db: Path) -> list[dict[str, object]]:
     conn = sqlite3.connect(db)
     try:
@@ -95,17 +92,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], object], *, timeout: float = 60, what: str = "condition") -> object:
-    """Polls `predicate` until it returns something truthy; generous bounds, never a bare sleep."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def last_run(db: Path) -> dict[str, object] | None:
