@@ -20,12 +20,25 @@ def sidecar_paths(db_path: Path) -> tuple[Path, Path]:
     return Path(f"{db_path}-wal"), Path(f"{db_path}-shm")
 
 
+def create_private(path: Path) -> None:
+    """Creates `path` empty and owner-only (0600) unless it exists: mail metadata is nobody else's business.
+
+    SQLite gives `-wal`/`-shm` the database file's mode, so they follow; a zero-byte file is an empty database.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 def writer_engine(db_path: Path) -> Engine:
     """One connection in autocommit mode at the driver, with explicit `BEGIN IMMEDIATE` for every transaction.
 
     pysqlite's own transaction emulation would not wrap DDL, and a migration step must commit with its
     version bump or not at all (SQLAlchemy's documented pysqlite recipe).
     """
+    create_private(db_path)  # before SQLite would create it with the umask's mode (usually 0644)
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
@@ -98,5 +111,4 @@ def close_writer_keeping_sidecars(engine: Engine, db_path: Path) -> None:
     engine.dispose()
     for sidecar in sidecar_paths(db_path):
         if not sidecar.exists():
-            fd = os.open(sidecar, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            os.close(fd)
+            create_private(sidecar)

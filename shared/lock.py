@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 from types import TracebackType
@@ -69,10 +70,13 @@ class IngestLock:
 def is_lock_held(db_path: Path) -> bool:
     """Probe without blocking: works on a read-only mount, and never creates the lock file."""
     try:
-        fd = os.open(lock_path_for(db_path), os.O_RDONLY | os.O_CLOEXEC)
+        # O_NONBLOCK: opening a FIFO planted at the lock path would otherwise wait for a writer forever.
+        fd = os.open(lock_path_for(db_path), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # no ingester locks a FIFO or device (it refuses one), so none is running
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):

@@ -69,7 +69,7 @@ def _first_of_pairs(node: ast.AST) -> set[str]:
 
 def kinds_in(*packages: str) -> set[str]:
     """Every string a module passes as an error kind: `kind=`/`error_kind=` arguments, `kind = …` assignments,
-    `ApiError(status, "kind", …)`, `error_body("kind", …)`, `return status, "kind", …` and `(kind, message)` pairs
+    `ApiError(status, "kind", …)`, `error_body("kind", …)`, `(status, "kind", …)` tuples and `(kind, message)` pairs
     assigned to `kind, …` or to the viewer's `_STATUS_KINDS`."""
     found: set[str] = set()
     for package in packages:
@@ -83,9 +83,9 @@ def kinds_in(*packages: str) -> set[str]:
                             found |= string_constants(node.value)
                         elif _holds_pairs(target):
                             found |= _first_of_pairs(node.value)
-                elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > 1:
-                    status, kind = node.value.elts[:2]  # `return 403, "kind", message` (viewer/security.py)
-                    if isinstance(status, ast.Constant) and isinstance(status.value, int):
+                elif isinstance(node, ast.Tuple) and len(node.elts) > 1:
+                    status, kind = node.elts[:2]  # `(413, "too_large", message)`, `return 403, "bad_host", …`
+                    if isinstance(status, ast.Constant) and isinstance(status.value, int) and 400 <= status.value < 600:
                         found |= string_constants(kind)
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                     if node.func.id == "ApiError" and len(node.args) > 1:

@@ -191,7 +191,6 @@ def test_runs_hide_private_columns_and_page(tmp_path: Path, db_path: Path) -> No
         "run_id": 3,
         "source": "mbox",
         "state": "done",
-        "pid": 4242,
         "started_at_unix": 1_700_000_002,
         "updated_at_unix": 1_700_000_022,
         "finished_at_unix": 1_700_000_022,
@@ -202,7 +201,7 @@ def test_runs_hide_private_columns_and_page(tmp_path: Path, db_path: Path) -> No
         "total_estimate": None,
         "bytes_total": 1000,
         "bytes_done": 1000,
-        "mbox_path": "/nowhere/2.mbox",
+        "mbox_path": "2.mbox",  # outside the import folder: only the file name
         "error_kind": None,
         "error": None,
         "auth_url": None,
@@ -214,6 +213,7 @@ def test_runs_hide_private_columns_and_page(tmp_path: Path, db_path: Path) -> No
     assert isinstance(body["now_unix"], int)
     assert [r.status_code for r in bad] == [422, 422]
     assert "secret-fingerprint" not in json.dumps(body)
+    assert "/nowhere" not in json.dumps(body) and "4242" not in json.dumps(body)  # no host path, no PID
 
 
 def test_status_reports_last_run_and_a_dead_ingesters_open_row_as_history(tmp_path: Path, db_path: Path) -> None:
@@ -280,7 +280,11 @@ def test_imports_lists_nested_mbox_files_only(tmp_path: Path) -> None:
 
 def test_imports_without_the_folder_is_an_empty_list(tmp_path: Path) -> None:
     with viewer(make_settings(tmp_path)) as client:
-        assert client.get("/api/imports").json()["files"] == []
+        missing = client.get("/api/imports").json()
+        (tmp_path / "imports").mkdir()
+        empty = client.get("/api/imports").json()
+    assert (missing["files"], missing["import_dir_exists"]) == ([], False)
+    assert (empty["files"], empty["import_dir_exists"]) == ([], True)
 
 
 def test_reads_leave_the_database_and_sidecars_byte_identical(tmp_path: Path, db_path: Path) -> None:

@@ -15,7 +15,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from shared.db import reader_engine
 from shared.lock import IngestLock
+from shared.runs import get_run
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.viewer_support import csrf_headers, make_settings, mbox_bytes, seed, viewer, wait_for
 from viewer.launch_process import build_argv
@@ -57,6 +59,17 @@ def _finished(client: TestClient, run_id: int) -> dict[str, Any] | None:
     return run if run["state"] not in ("running", "awaiting_auth") else None
 
 
+def _pid_of(db_path: Path, run_id: int) -> int:
+    engine = reader_engine(db_path)
+    try:
+        with engine.connect() as conn:
+            run = get_run(conn, run_id)
+    finally:
+        engine.dispose()
+    assert run is not None and run.pid is not None
+    return run.pid
+
+
 def _pid_gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -92,7 +105,7 @@ def test_import_from_the_api_completes_with_the_real_ingester(tmp_path: Path) ->
         run_id = response.json()["run_id"]
         run = wait_for(lambda: _finished(client, run_id))
         assert (run["state"], run["outcome"], run["messages_new"], run["owned"]) == ("done", "complete", 300, True)
-        assert run["mbox_path"] == str((tmp_path / "imports/Takeout/Mail/all.mbox").resolve())
+        assert run["mbox_path"] == "Takeout/Mail/all.mbox"  # relative to the import folder, never the host path
         senders = client.get("/api/senders").json()
         assert (senders["total"], senders["total_messages"]) == (7, 300)
         assert client.get("/api/status").json()["db"] == "ready"
@@ -141,7 +154,8 @@ def test_a_child_ignoring_sigterm_is_killed_and_later_abandoned(tmp_path: Path, 
         run_id = _start(client, {"source": "mbox", "path": "a.mbox"}).json()["run_id"]
         status = client.get("/api/status").json()
         assert status["owns_active_run"] is True and status["active_run"]["run_id"] == run_id
-        pid = status["active_run"]["pid"]
+        assert "pid" not in status["active_run"]  # the page never signals; the PID stays on the run row
+        pid = _pid_of(settings.db, run_id)
         assert client.post(f"/api/runs/{run_id}/cancel", json={}, headers=csrf_headers(client)).status_code == 202
         wait_for(lambda: _pid_gone(pid), timeout=30)
         wait_for(lambda: not client.get("/api/status").json()["ingest_lock_held"])
@@ -157,7 +171,7 @@ def test_a_restarted_viewer_still_shows_live_progress(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, ingest_bin=_fake_bin(tmp_path, "slow"))
     with viewer(settings) as first:
         run_id = _start(first, {"source": "gmail_api"}).json()["run_id"]
-        pid = first.get("/api/status").json()["active_run"]["pid"]
+        pid = _pid_of(settings.db, run_id)
     try:
         with viewer(settings) as second:
 

@@ -6,12 +6,16 @@ import re
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import text
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer
 from viewer.app import STATIC_DIR
+from viewer.launcher import Launched, LaunchRequest
+from viewer.security import SecurityGuard
 
 SECURITY = {
     "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
@@ -48,11 +52,34 @@ def test_loopback_and_configured_hosts_are_served(tmp_path: Path, host: str) -> 
         assert client.get("/api/status", headers={"Host": host}).status_code == 200
 
 
+class _BrokenLauncher:
+    """A launcher whose launch fails in a way nobody planned for: the way to a real 500 inside a route."""
+
+    def launch(self, request: LaunchRequest) -> Launched:
+        raise RuntimeError("unexpected")
+
+    def is_alive(self, launched: Launched) -> bool:
+        return False
+
+    def cancel(self, launched: Launched, *, grace_seconds: float = 0) -> None:
+        return None
+
+    def log_tail(self, launched: Launched, *, lines: int = 0) -> list[str]:
+        return []
+
+    def adopt(self) -> list[Launched]:
+        return []
+
+    def reap(self) -> None:
+        return None
+
+
 def test_headers_on_pages_static_files_and_errors(tmp_path: Path, db_path: Path) -> None:
     seed(db_path)
-    with viewer(make_settings(tmp_path), raise_server_exceptions=False) as client:
+    settings = make_settings(tmp_path)
+    with viewer(settings, launcher=_BrokenLauncher(), raise_server_exceptions=False) as client:
         token_headers = csrf_headers(client)
-        # A run row the viewer cannot parse: an unexpected error inside a route, i.e. a real 500.
+        # A run row the viewer cannot parse: bad database contents, a 503 with the error shape.
         engine = writer_engine(db_path)
         with engine.begin() as conn:
             conn.execute(text("UPDATE ingest_runs SET warnings_tail = 'not json'"))
@@ -64,15 +91,19 @@ def test_headers_on_pages_static_files_and_errors(tmp_path: Path, db_path: Path)
             "404": client.get("/api/nothing"),
             "static404": client.get("/static/nothing.js"),
             "405": client.delete("/api/status", headers=token_headers),
-            "500": client.get("/api/runs"),
+            "413": client.post("/api/runs", content=b"{" + b" " * 20_000 + b"}", headers=token_headers),
+            "503": client.get("/api/runs"),
+            "500": client.post("/api/runs", json={"source": "gmail_api"}, headers=token_headers),
         }
     assert {name: r.status_code for name, r in responses.items()} == {
         "index": 200,
         "static": 200,
-        "api": 500,  # the status also reads the broken run row
+        "api": 503,  # the status also reads the broken run row
         "404": 404,
         "static404": 404,
         "405": 405,
+        "413": 413,
+        "503": 503,
         "500": 500,
     }
     for response in responses.values():
@@ -82,6 +113,7 @@ def test_headers_on_pages_static_files_and_errors(tmp_path: Path, db_path: Path)
         "error": "method_not_allowed",
         "message": "this route does not accept that method",
     }
+    assert responses["503"].json()["error"] == "db_unreadable"
     assert responses["500"].json() == {
         "error": "internal",
         "message": "the viewer hit an unexpected error; see its log",
@@ -202,3 +234,21 @@ def test_websocket_handshakes_are_refused(tmp_path: Path) -> None:
         client.websocket_connect("/api/status") as ws,
     ):
         ws.receive_text()
+
+
+async def _raises(scope: Scope, receive: Receive, send: Send) -> None:
+    raise RuntimeError("before any answer")
+
+
+async def _silent(scope: Scope, receive: Receive, send: Send) -> None:
+    return None
+
+
+@pytest.mark.parametrize("inner", [_raises, _silent], ids=["raises", "never-answers"])
+def test_the_guard_answers_for_an_app_that_did_not(inner: ASGIApp) -> None:
+    guarded = SecurityGuard(inner, csrf_token="t")
+    client = TestClient(guarded, base_url="http://127.0.0.1:7878", raise_server_exceptions=False)  # no lifespan
+    response = client.get("/anything")
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal", "message": "the viewer hit an unexpected error; see its log"}
+    _assert_security_headers(response.headers)

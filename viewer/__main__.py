@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from shared.errors import GmailStatsError
 from shared.settings import flag_help
 from viewer.app import create_app
+from viewer.server import server_config
 from viewer.settings import ViewerSettings
 
 
@@ -47,14 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(settings)
     except GmailStatsError as exc:
         parser.exit(exc.exit_code, f"gmail-stats-viewer: {exc}\n")
-    uvicorn.run(
-        app,
-        host=settings.viewer_host,
-        port=settings.viewer_port,
-        proxy_headers=False,
-        server_header=False,
-        log_level="info",
-    )
+    server = uvicorn.Server(server_config(app, host=settings.viewer_host, port=settings.viewer_port))
+    # Ctrl-C is the normal way to stop: uvicorn shuts down cleanly, then re-raises it (as `uvicorn.run` absorbs).
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
     return 0
 
 

@@ -1,101 +1,101 @@
-"""The JSON API routes: thin, each reads through `Database`/`queries` or delegates to `RunControl`."""
+"""The JSON API routes: thin, each reads through `Database`/`queries` or delegates to `RunControl`.
+
+Every route declares its pydantic answer (`viewer.schemas`), which is also the OpenAPI document's contract.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path as FsPath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 
 from shared.lock import is_lock_held
 from shared.runs import Run, list_runs, open_run
-from shared.summary import SENDER_COLUMNS, SenderRow, all_senders, summary_document
+from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
 from viewer import queries
-from viewer.cache import ResponseCache
 from viewer.control import LaunchAsk, RunControl
 from viewer.database import Database
-from viewer.imports import list_mbox_files
+from viewer.deps import CacheDep, ClockDep, ControlDep, CsrfDep, DatabaseDep, RatesDep, SettingsDep
+from viewer.export import build_csv
+from viewer.imports import list_mbox_files, relative_to_import_dir
 from viewer.queries import DbState, SortKey, SortOrder
-from viewer.schemas import LaunchBody
-from viewer.settings import ViewerSettings
-from viewer.status import RateTracker
+from viewer.schemas import (
+    MAX_ID,
+    CancelledOut,
+    ErrorOut,
+    ImportFileOut,
+    ImportsOut,
+    LaunchBody,
+    LaunchedOut,
+    RunLogOut,
+    RunOut,
+    RunsOut,
+    SenderOut,
+    SendersOut,
+    StatusOut,
+    SummaryOut,
+)
 
-router = APIRouter(prefix="/api")
+# Every route may answer with the error shape: 4XX for the request (including the guard's 403/413/415), 503 for
+# a database it cannot read right now. Declaring 422 here also replaces FastAPI's own `{"detail": ...}` schema.
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorOut, "description": "the request was refused"},
+    503: {"model": ErrorOut, "description": "the database is busy, unreadable or too new"},
+}
+_LAUNCH_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_ERRORS,
+    500: {"model": ErrorOut, "description": "the ingester could not be started (`spawn_failed`, with a `hint`)"},
+}
+router = APIRouter(prefix="/api", responses=_ERRORS)
 
-# The dependencies are `async` on purpose: they only read `app.state`, and a sync one would cost a threadpool hop.
-
-
-async def _database(request: Request) -> Database:
-    return request.app.state.database  # type: ignore[no-any-return]
-
-
-async def _control(request: Request) -> RunControl:
-    return request.app.state.control  # type: ignore[no-any-return]
-
-
-async def _settings(request: Request) -> ViewerSettings:
-    return request.app.state.settings  # type: ignore[no-any-return]
-
-
-async def _clock(request: Request) -> Clock:
-    return request.app.state.clock  # type: ignore[no-any-return]
-
-
-async def _rates(request: Request) -> RateTracker:
-    return request.app.state.rates  # type: ignore[no-any-return]
-
-
-async def _cache(request: Request) -> ResponseCache:
-    return request.app.state.cache  # type: ignore[no-any-return]
-
-
-async def _csrf_token(request: Request) -> str:
-    return request.app.state.csrf_token  # type: ignore[no-any-return]
+RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/runs")]
 
 
-DatabaseDep = Annotated[Database, Depends(_database)]
-ControlDep = Annotated[RunControl, Depends(_control)]
-SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
-ClockDep = Annotated[Clock, Depends(_clock)]
-RatesDep = Annotated[RateTracker, Depends(_rates)]
-CsrfDep = Annotated[str, Depends(_csrf_token)]
-CacheDep = Annotated[ResponseCache, Depends(_cache)]
+def _sender(row: SenderRow) -> SenderOut:
+    return SenderOut(**asdict(row))
 
 
-def _json_bytes(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+def _run_out(run: Run, control: RunControl) -> RunOut:
+    """The public shape of a run: no PID (the page never signals), the import file relative to the folder."""
+    data = run.public_dict()
+    del data["pid"]
+    if run.mbox_path is not None:
+        inside = relative_to_import_dir(control.settings.import_dir, run.mbox_path)
+        data["mbox_path"] = inside if inside is not None else FsPath(run.mbox_path).name
+    return RunOut(**data, owned=control.owns(run) is not None)
 
 
-def _run_json(run: Run | None, control: RunControl) -> dict[str, Any] | None:
-    if run is None:
-        return None
-    return {**run.public_dict(), "owned": control.owns(run) is not None}
+def _json(model: SendersOut | StatusOut) -> bytes:
+    return model.model_dump_json().encode()
 
 
 @router.get("/summary")
-def summary(database: DatabaseDep, clock: ClockDep) -> dict[str, Any]:
-    senders: list[SenderRow] = []
+def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
+    now = int(clock())
     if database.exists():
         with database.connect() as conn:
             if database.require_ready(conn).state is DbState.READY:
                 senders = all_senders(conn)
-    return summary_document(senders, now=clock())
+                return SummaryOut(
+                    total_messages=sum(s.mails_sent for s in senders),
+                    senders=[_sender(s) for s in senders],
+                    generated_at_unix=now,
+                )
+    return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
 
 
-@router.get("/senders")
+@router.get("/senders", response_model=SendersOut)
 def senders(
     database: DatabaseDep,
     clock: ClockDep,
     q: Annotated[str, Query(max_length=200)] = "",
     sort: SortKey = SortKey.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     *,
     cache: CacheDep,
@@ -103,16 +103,16 @@ def senders(
     key = ("senders", q, sort, order, offset, limit)
 
     def compute() -> bytes:
-        return _json_bytes(_senders(database, clock, q, sort, order, offset, limit))
+        return _json(_senders(database, clock, q, sort, order, offset, limit))
 
-    # Polled: the cached answer is the serialised body, so a hit costs no encoding at all.
+    # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
     return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
 
 
 def _senders(
     database: Database, clock: Clock, q: str, sort: SortKey, order: SortOrder, offset: int, limit: int
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"total": 0, "senders": [], "total_messages": 0, "total_senders": 0, "top_sender": None}
+) -> SendersOut:
+    now = int(clock())
     if database.exists():
         with database.connect() as conn:
             snap = database.require_ready(conn)
@@ -121,46 +121,36 @@ def _senders(
                     conn, q=q.strip(), sort=sort, order=order, offset=offset, limit=limit, total=snap.totals.senders
                 )
                 top = snap.totals.top_sender
-                body = {
-                    "total": page.total,
-                    "senders": [asdict(s) for s in page.senders],
-                    "total_messages": snap.totals.messages,
-                    "total_senders": snap.totals.senders,
-                    "top_sender": asdict(top) if top is not None else None,
-                }
-    return {**body, "generated_at_unix": int(clock())}
+                return SendersOut(
+                    total=page.total,
+                    senders=[_sender(s) for s in page.senders],
+                    total_messages=snap.totals.messages,
+                    total_senders=snap.totals.senders,
+                    top_sender=_sender(top) if top is not None else None,
+                    generated_at_unix=now,
+                )
+    return SendersOut(total=0, senders=[], total_messages=0, total_senders=0, top_sender=None, generated_at_unix=now)
 
 
-@router.get("/export.csv")
+@router.get(
+    "/export.csv",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "every sender"}},
+)
 def export_csv(database: DatabaseDep) -> StreamingResponse:
-    if database.exists():
-        with database.connect() as conn:
-            ready = database.require_ready(conn).state is DbState.READY
-    else:
-        ready = False
-
-    def rows() -> Iterator[str]:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(SENDER_COLUMNS)
-        if ready:
-            with database.connect() as conn:
-                for sender in queries.iter_all_senders(conn):
-                    writer.writerow(asdict(sender).values())
-                    if buffer.tell() > 64 * 1024:
-                        yield buffer.getvalue()
-                        buffer.seek(0)
-                        buffer.truncate()
-        yield buffer.getvalue()
-
+    # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
+    body = build_csv(database)
     return StreamingResponse(
-        rows(),
+        body.chunks(),
         media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": 'attachment; filename="gmail-stats-senders.csv"'},
+        headers={
+            "Content-Disposition": 'attachment; filename="gmail-stats-senders.csv"',
+            "Content-Length": str(body.size),
+        },
     )
 
 
-@router.get("/status")
+@router.get("/status", response_model=StatusOut)
 def status(
     database: DatabaseDep,
     control: ControlDep,
@@ -173,9 +163,10 @@ def status(
     control.reap()
     lock_held = is_lock_held(settings.db)
 
-    def compute() -> dict[str, Any]:
+    def compute() -> StatusOut:
         state = DbState.MISSING
-        active = last = None
+        active = None
+        active_out = last_out = None
         mixed, unrepaired = False, 0
         if database.exists():
             with database.connect() as conn:
@@ -186,61 +177,65 @@ def status(
                     active = open_run(conn) if lock_held else None
                     recent = list_runs(conn, limit=2)
                     last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
+                    # Built inside the block: a malformed row is a 503 `db_unreadable`, not a 500.
+                    active_out = _run_out(active, control) if active is not None else None
+                    last_out = _run_out(last, control) if last is not None else None
                 if snap.mix is not None:
                     mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
         progress = rates.observe(active)
-        return {
-            "db": str(state),
-            "ingest_lock_held": lock_held,
-            "active_run": _run_json(active, control),
-            "last_run": _run_json(last, control),
-            "owns_active_run": control.owns(active) is not None,
-            "mixed_sources": mixed,
-            "unrepaired_count": unrepaired,
-            "rate_per_sec": progress.rate_per_sec,
-            "eta_seconds": progress.eta_seconds,
-            "csrf_token": csrf_token,
-        }
+        return StatusOut(
+            db=str(state),
+            ingest_lock_held=lock_held,
+            active_run=active_out,
+            last_run=last_out,
+            owns_active_run=control.owns(active) is not None,
+            mixed_sources=mixed,
+            unrepaired_count=unrepaired,
+            rate_per_sec=progress.rate_per_sec,
+            eta_seconds=progress.eta_seconds,
+            csrf_token=csrf_token,
+            now_unix=0,
+        )
 
-    document = cache.get("status", (database.change_key(), lock_held), compute)
-    return Response(_json_bytes({**document, "now_unix": int(clock())}), media_type="application/json")
+    document: StatusOut = cache.get("status", (database.change_key(), lock_held), compute)
+    return Response(_json(document.model_copy(update={"now_unix": int(clock())})), media_type="application/json")
 
 
 @router.get("/runs")
 def runs(
     database: DatabaseDep, control: ControlDep, clock: ClockDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
-) -> dict[str, Any]:
-    found: list[Run] = []
+) -> RunsOut:
+    out: list[RunOut] = []
     if database.exists():
         with database.connect() as conn:
             if database.schema_ready(conn):
-                found = list_runs(conn, limit=limit)
-    return {"runs": [_run_json(run, control) for run in found], "now_unix": int(clock())}
+                out = [_run_out(run, control) for run in list_runs(conn, limit=limit)]
+    return RunsOut(runs=out, now_unix=int(clock()))
 
 
 @router.get("/imports")
-def imports(settings: SettingsDep) -> dict[str, Any]:
-    files = list_mbox_files(settings.import_dir)
-    return {"import_dir": str(settings.import_dir), "files": [asdict(f) for f in files]}
+def imports(settings: SettingsDep) -> ImportsOut:
+    files = [ImportFileOut(**asdict(f)) for f in list_mbox_files(settings.import_dir)]
+    return ImportsOut(import_dir=str(settings.import_dir), import_dir_exists=settings.import_dir.is_dir(), files=files)
 
 
-@router.post("/runs", status_code=202)
-def start_run(body: LaunchBody, control: ControlDep, cache: CacheDep) -> dict[str, Any]:
+@router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
+def start_run(body: LaunchBody, control: ControlDep, cache: CacheDep) -> LaunchedOut:
     cache.clear()
     try:
         run_id = control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
     finally:
         cache.clear()  # the new run is ours: `owned` changes without the files changing
-    return {"run_id": run_id}
+    return LaunchedOut(run_id=run_id)
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202)
-def cancel_run(run_id: int, control: ControlDep, cache: CacheDep) -> dict[str, Any]:
+def cancel_run(run_id: RunId, control: ControlDep, cache: CacheDep) -> CancelledOut:
     control.cancel(run_id)
     cache.clear()
-    return {"run_id": run_id}
+    return CancelledOut(run_id=run_id)
 
 
 @router.get("/runs/{run_id}/log")
-def run_log(run_id: int, control: ControlDep) -> dict[str, Any]:
-    return {"run_id": run_id, "lines": control.log(run_id)}
+def run_log(run_id: RunId, control: ControlDep) -> RunLogOut:
+    return RunLogOut(run_id=run_id, lines=control.log(run_id))

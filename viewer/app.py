@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib import metadata
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -21,6 +22,7 @@ from viewer.api import router
 from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
+from viewer.deps import ViewerState
 from viewer.errors import install_error_handlers
 from viewer.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launcher import Launcher, LaunchError
@@ -29,12 +31,20 @@ from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
+OPENAPI_URL = "/api/openapi.json"
 POLL_CACHE_SECONDS = 1.0
 
 
 @runtime_checkable
 class _Closable(Protocol):
     def close(self) -> None: ...
+
+
+def _version() -> str:
+    try:
+        return metadata.version("gmail-stats")
+    except metadata.PackageNotFoundError:
+        return "0"
 
 
 def launcher_for(settings: ViewerSettings) -> Launcher:
@@ -74,19 +84,23 @@ def create_app(
 
     app = FastAPI(
         title="gmail-stats viewer",
+        version=_version(),
         lifespan=lifespan,
+        # The machine-readable contract only: the interactive docs pages need inline scripts the CSP refuses.
         docs_url=None,
         redoc_url=None,
-        openapi_url=None,
+        openapi_url=OPENAPI_URL,
     )
-    app.state.settings = settings
-    app.state.database = database
-    app.state.control = control
-    app.state.clock = clock
-    app.state.rates = RateTracker(clock)
-    app.state.csrf_token = csrf_token
-    # Polled answers are shared for up to a second while the database files are unchanged.
-    app.state.cache = ResponseCache(ttl=POLL_CACHE_SECONDS)
+    app.state.viewer = ViewerState(
+        settings=settings,
+        database=database,
+        control=control,
+        clock=clock,
+        rates=RateTracker(clock),
+        csrf_token=csrf_token,
+        # Polled answers are shared for up to a second while the database files are unchanged.
+        cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
+    )
     install_error_handlers(app)
     app.include_router(router)
 

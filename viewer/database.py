@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 
 from shared.db import reader_engine
 from viewer import queries
-from viewer.errors import ApiError, from_database_error
+from viewer.errors import ApiError, from_bad_contents, from_database_error
 from viewer.queries import DbState, SourceMix, Totals
 
 # Even with an unchanged key, recompute now and then (cheap insurance against a key that misses a change).
@@ -61,12 +61,18 @@ class Database:
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A short read-only connection; driver errors leave as `ApiError(503, ...)`."""
+        """A short read-only connection; driver errors and unreadable rows leave as `ApiError(503, ...)`.
+
+        Callers build their answers (pydantic models, CSV) inside the block, so a malformed value stored in the
+        database is a 503 `db_unreadable` here, never a 500 in a route.
+        """
         try:
             with self._open() as conn:
                 yield conn
         except (DBAPIError, sqlite3.Error) as exc:
             raise from_database_error(exc) from exc
+        except (ValueError, TypeError, KeyError) as exc:  # json, pydantic and dataclass construction from rows
+            raise from_bad_contents(exc) from exc
 
     @contextmanager
     def _open(self) -> Iterator[Connection]:

@@ -1,6 +1,6 @@
 """HTTP errors: one `ApiError` type, the `{"error": kind, "message": text}` body, and the handlers that use it.
 
-The translation of SQLite's exceptions into `ApiError` happens here and nowhere else.
+The translation of SQLite's exceptions (and of unreadable rows) into `ApiError` happens here and nowhere else.
 """
 
 from __future__ import annotations
@@ -65,6 +65,14 @@ def from_database_error(exc: BaseException) -> ApiError:
     return ApiError(503, "db_unreadable", "the database could not be read; run `gmail-stats runs` in a terminal")
 
 
+def from_bad_contents(exc: Exception) -> ApiError:
+    """A row the viewer cannot turn into its answer (bad JSON, a wrong type, a missing column) is a 503 too."""
+    log.warning("unreadable database contents: %r", exc)
+    return ApiError(
+        503, "db_unreadable", "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal"
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
@@ -78,6 +86,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         first = exc.errors()[0] if exc.errors() else {}
+        if tuple(first.get("loc", ())) == ("body", "source"):
+            # The same kind the page has always seen for an unknown source, now that the schema lists them.
+            return JSONResponse(error_body("bad_source", "source must be `mbox` or `gmail_api`"), status_code=422)
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         message = f"{where}: {first.get('msg', 'invalid value')}" if where else str(first.get("msg", "invalid request"))
         return JSONResponse(error_body("bad_request", message), status_code=422)

@@ -1,4 +1,5 @@
-"""The guard around the finished ASGI app: Host allow-list, CSRF rules for mutating requests, security headers.
+"""The guard around the finished ASGI app: Host allow-list, body-size cap, CSRF rules for mutating requests, and
+the security headers.
 
 It wraps the whole app (not `add_middleware`), so its headers reach 404s, 405s and unhandled 500s too.
 """
@@ -22,6 +23,19 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cache-control", b"no-store"),
 )
 _STRIPPED = frozenset(name for name, _ in SECURITY_HEADERS)
+# The largest body the API takes: a launch request is well under 1 KiB (a path is at most 4096 characters).
+MAX_BODY_BYTES = 16 * 1024
+_TOO_LARGE = (413, "too_large", f"the request body is larger than {MAX_BODY_BYTES // 1024} KiB")
+
+
+async def _answer(send: Send, status: int, kind: str, text: str, *, close: bool = False) -> None:
+    """A complete `{"error": kind, "message": text}` response; `close` ends the connection (a body is unread)."""
+    body = json.dumps({"error": kind, "message": text}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def split_host(host: str) -> str | None:
@@ -58,27 +72,55 @@ class SecurityGuard:
         if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
+        started = too_large = False
+        received = 0
 
         async def send_with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _STRIPPED]
                 message = {**message, "headers": [*headers, *SECURITY_HEADERS]}
             await send(message)
 
+        async def app_send(message: Message) -> None:
+            if not too_large:  # the app's answer to a body cut short is replaced by the 413 below
+                await send_with_headers(message)
+
+        async def limited_receive() -> Message:
+            # Counted as it arrives (chunked bodies have no Content-Length): past the cap, the app sees the
+            # client go away instead of more bytes, so no route ever holds more than MAX_BODY_BYTES.
+            nonlocal received, too_large
+            if too_large:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY_BYTES:
+                    too_large = True
+                    return {"type": "http.disconnect"}
+            return message
+
         refusal = self.refusal(scope)
         if refusal is not None:
-            status, kind, text = refusal
-            body = json.dumps({"error": kind, "message": text}).encode()
-            await send_with_headers(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-                }
-            )
-            await send_with_headers({"type": "http.response.body", "body": body})
+            # An unread body must not be taken for the next request on this connection.
+            await _answer(send_with_headers, *refusal, close=refusal[0] == 413)
             return
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, limited_receive, app_send)
+        except Exception:
+            if started:
+                raise
+            if too_large:
+                await _answer(send_with_headers, *_TOO_LARGE, close=True)
+                return
+            # The server's own 500 would carry none of the headers: answer here, then let it log the error.
+            await _answer(send_with_headers, 500, "internal", "the viewer hit an unexpected error; see its log")
+            raise
+        if too_large and not started:
+            await _answer(send_with_headers, *_TOO_LARGE, close=True)
+        elif not started:
+            await _answer(send_with_headers, 500, "internal", "the viewer hit an unexpected error; see its log")
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         headers: dict[str, str] = {}
@@ -90,6 +132,10 @@ class SecurityGuard:
         host = headers.get("host", "")
         if split_host(host) not in self.allowed_hosts:
             return 403, "bad_host", "this viewer answers only to its own address (check GMAIL_STATS_ALLOWED_HOSTS)"
+        length = headers.get("content-length", "0")
+        # Refused before a byte of the body is read (the server then stops reading, and closes).
+        if not length.isdigit() or int(length) > MAX_BODY_BYTES:
+            return _TOO_LARGE
         if scope["method"] in SAFE_METHODS:
             return None
         # The order is part of the contract: content type, token, Origin, Sec-Fetch-Site.

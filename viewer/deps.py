@@ -1,0 +1,77 @@
+"""The viewer's per-app collaborators as one typed object on `app.state`, and the FastAPI dependencies reading it.
+
+`create_app` stores a `ViewerState`; routes get its parts through the `Annotated` aliases, never `app.state`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from shared.timeutil import Clock
+from viewer.cache import ResponseCache
+from viewer.control import RunControl
+from viewer.database import Database
+from viewer.settings import ViewerSettings
+from viewer.status import RateTracker
+
+
+@dataclass(frozen=True, slots=True)
+class ViewerState:
+    settings: ViewerSettings
+    database: Database
+    control: RunControl
+    clock: Clock
+    rates: RateTracker
+    csrf_token: str
+    cache: ResponseCache  # polled answers, shared while the database files are unchanged
+
+
+def viewer_state(request: Request) -> ViewerState:
+    """The app's `ViewerState`; an app built without one is a programming error, not a request error."""
+    state = request.app.state.viewer
+    if not isinstance(state, ViewerState):
+        raise TypeError("app.state.viewer is not a ViewerState; build the app with create_app()")
+    return state
+
+
+# `async` on purpose: they only read `app.state`, and a sync dependency would cost a threadpool hop.
+
+
+async def _database(request: Request) -> Database:
+    return viewer_state(request).database
+
+
+async def _control(request: Request) -> RunControl:
+    return viewer_state(request).control
+
+
+async def _settings(request: Request) -> ViewerSettings:
+    return viewer_state(request).settings
+
+
+async def _clock(request: Request) -> Clock:
+    return viewer_state(request).clock
+
+
+async def _rates(request: Request) -> RateTracker:
+    return viewer_state(request).rates
+
+
+async def _cache(request: Request) -> ResponseCache:
+    return viewer_state(request).cache
+
+
+async def _csrf_token(request: Request) -> str:
+    return viewer_state(request).csrf_token
+
+
+DatabaseDep = Annotated[Database, Depends(_database)]
+ControlDep = Annotated[RunControl, Depends(_control)]
+SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
+ClockDep = Annotated[Clock, Depends(_clock)]
+RatesDep = Annotated[RateTracker, Depends(_rates)]
+CsrfDep = Annotated[str, Depends(_csrf_token)]
+CacheDep = Annotated[ResponseCache, Depends(_cache)]
