@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
@@ -79,7 +80,7 @@ def fake_google(
         yield setup
 
 
-def runs(db: Path) -> list[dict[str, object]]:
+def runs(db: Path) -> list[dict[str, Any]]:  # column -> value, as sqlite3 returns it
     conn = sqlite3.connect(db)
     try:
         conn.row_factory = sqlite3.Row
@@ -94,7 +95,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def last_run(db: Path) -> dict[str, object] | None:
+def last_run(db: Path) -> dict[str, Any] | None:
     if not db.exists():
         return None
     try:

@@ -53,7 +53,7 @@ def test_profile_list_and_batch_get(google: FakeGoogle, client: GmailClient) -> 
     first = client.list_messages(page_token=None)
     assert len(first.ids) == 500 and first.next_page_token
     listed = list(first.ids)
-    token = first.next_page_token
+    token: str | None = first.next_page_token
     while token:
         page = client.list_messages(page_token=token)
         listed += page.ids
