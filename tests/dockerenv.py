@@ -19,8 +19,9 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
-# The tests' own tag, so a test run never rebuilds or retags the image a user runs (`gmail-stats:local`).
-IMAGE = "gmail-stats:test"
+# The tests' own tag, so a test run never rebuilds or retags the image a user runs (`gmail-stats:local`);
+# parallel work on one engine can pick another (the stacks then run that image too).
+IMAGE = os.environ.get("GMAIL_STATS_TEST_IMAGE", "gmail-stats:test")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
 GET_AN_ENGINE = (
