@@ -16,16 +16,22 @@ RUN python3 -m venv /opt/venv \
     && cd /opt/venv/lib/python3*/site-packages \
     && rm -rf pip pip-* setuptools setuptools-* pkg_resources _distutils_hack distutils-precedence.pth
 
-# Runtime stage: the venv, the three packages, a non-root user; nothing else.
+# Runtime stage: the venv, the three packages, HAProxy from Debian (the viewer's Docker API filter), two non-root
+# users (10001 runs the web process and the ingesters, 10002 only the filter); nothing else.
 FROM ${PYTHON_IMAGE}
-RUN useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gmailstats \
-    && mkdir -p /data /imports /secrets \
-    && chown gmailstats:gmailstats /data /secrets
+RUN apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy >/dev/null \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb \
+    && useradd --uid 10001 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin gmailstats \
+    && useradd --uid 10002 --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin dockerproxy \
+    && mkdir -p /data /imports /secrets /requests \
+    && chown gmailstats:gmailstats /data /secrets /requests
 COPY --from=build /opt/venv /opt/venv
 COPY shared /app/shared
 COPY ingester /app/ingester
 COPY viewer /app/viewer
 COPY docker/viewer-entrypoint.sh /usr/local/bin/viewer-entrypoint
+COPY docker/docker-api-filter.cfg /etc/gmail-stats/docker-api-filter.cfg
 RUN python3 -m compileall -q /app
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/app \

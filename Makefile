@@ -45,7 +45,7 @@ up:
 	docker compose up --build -d && echo "gmail-stats viewer: http://127.0.0.1:7878"
 
 down:
-	docker compose down
+	name=$$(docker compose config | sed -n 's/^name: //p'); ids=$$(docker ps -aq --filter "label=gmail-stats.stack=$$name"); [ -z "$$ids" ] || docker rm $$(docker stop $$ids) >/dev/null; docker compose down
 
 logs:
 	docker compose logs -f

@@ -25,12 +25,13 @@ from shared.db import reader_engine
 from shared.runs import run_by_launch_token
 from tests.factories import generate_messages, write_mbox
 from viewer.container_spec import STACK_LABEL, DockerStack
-from viewer.launch_docker import DockerLauncher, connect
+from viewer.launch_docker import DockerLauncher, connect, provision_runners
 from viewer.launcher import LaunchCommand, LaunchRequest
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-IMAGE = "gmail-stats:local"
+# Parallel work on one engine: a branch can measure its own tag (`GMAIL_STATS_BENCH_IMAGE`).
+IMAGE = os.environ.get("GMAIL_STATS_BENCH_IMAGE", "gmail-stats:local")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
 
@@ -55,6 +56,7 @@ def compose_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GMAIL_STATS_", "COMPOSE_"))}
     if "PYTHON_IMAGE" not in env and docker("image", "inspect", LOCAL_BASE).returncode == 0:
         env["PYTHON_IMAGE"] = LOCAL_BASE
+    env["GMAIL_STATS_IMAGE"] = IMAGE
     env.update(extra)
     return env
 
@@ -70,6 +72,12 @@ def build_seconds() -> float:
     if result.returncode != 0:
         raise SystemExit(f"docker compose build failed:\n{result.stderr[-2000:]}")
     return time.monotonic() - started
+
+
+def remove_runners(stack: str) -> None:
+    ids = docker("ps", "--all", "--quiet", "--filter", f"label={STACK_LABEL}={stack}").stdout.split()
+    if ids:
+        docker("rm", "--force", *ids)
 
 
 def cold_up_seconds() -> float | None:
@@ -94,6 +102,7 @@ def cold_up_seconds() -> float | None:
                 raise SystemExit(f"docker compose up failed:\n{result.stderr[-2000:]}")
             return elapsed
         finally:
+            remove_runners(name)  # not compose's: they would keep the volumes in use
             docker("compose", "down", "--volumes", "--remove-orphans", env=env)
 
 
@@ -112,7 +121,8 @@ def run_state(db: Path, token: str) -> str | None:
 
 
 def launch_overhead(runs: int) -> tuple[list[float], list[float], list[float]]:
-    """Seconds per tiny import: through `DockerLauncher` (launch call; launch to exit) and as a local process."""
+    """Seconds per tiny import: through `DockerLauncher` (launch call: write the request, start the stack's import
+    runner; launch to exit) and as a local process."""
     launch_calls: list[float] = []
     in_container: list[float] = []
     as_process: list[float] = []
@@ -123,10 +133,17 @@ def launch_overhead(runs: int) -> tuple[list[float], list[float], list[float]]:
         data = root / "data"
         data.mkdir()
         os.chown(data, INGESTER_UID, INGESTER_UID)
+        (root / "requests").mkdir()
         stack = DockerStack(
-            name=f"gmbench-{uuid.uuid4().hex[:8]}", image=IMAGE, data=str(data), imports=str(root / "imports")
+            name=f"gmbench-{uuid.uuid4().hex[:8]}",
+            image=IMAGE,
+            data=str(data),
+            imports=str(root / "imports"),
+            requests=str(root / "requests"),
         )
-        launcher = DockerLauncher(connect(), stack)
+        client = connect()
+        runners = provision_runners(client, stack, environment={}, requests_dir=str(root / "requests"))
+        launcher = DockerLauncher(client, runners)
         try:
             for _ in range(runs):
                 token = uuid.uuid4().hex
@@ -151,9 +168,7 @@ def launch_overhead(runs: int) -> tuple[list[float], list[float], list[float]]:
                 as_process.append(time.monotonic() - started)
         finally:
             launcher.close()
-            ids = docker("ps", "--all", "--quiet", "--filter", f"label={STACK_LABEL}={stack.name}").stdout.split()
-            if ids:
-                docker("rm", "--force", *ids)
+            remove_runners(stack.name)
     return launch_calls, in_container, as_process
 
 
@@ -176,7 +191,7 @@ def render(args: argparse.Namespace) -> str:
     lines.append(f"| `docker compose build`, warm layer cache | {build:.1f} s |")
     up_text = f"{up:.1f} s" if up is not None else "no viewer service yet"
     lines.append(f"| cold `docker compose up --wait` to healthy (image built, new volume) | {up_text} |")
-    lines.append(f"| `DockerLauncher.launch` call (create + start), median of {args.runs} | {median(calls):.2f} s |")
+    lines.append(f"| `DockerLauncher.launch` call (request + start), median of {args.runs} | {median(calls):.2f} s |")
     lines.append(
         f"| tiny import (20 messages) in a launched container, launch to exit, median | {median(container):.2f} s |"
     )

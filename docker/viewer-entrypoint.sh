@@ -1,10 +1,30 @@
 #!/bin/sh
-# The viewer's entrypoint: started as root only to join the Docker socket's group (its GID differs per host),
-# then runs as the image's non-root user with no capabilities left. Already non-root: runs as is.
+# The viewer's entrypoint. Started as root only to (1) create the stack's two runner containers with the engine's
+# socket (`python -m viewer.provision`), (2) start the Docker API filter (HAProxy) as uid 10002 with the socket's
+# group, and (3) run the web process as uid 10001 with no supplementary group, so it can reach the filter's socket
+# but never the engine's. No capabilities remain after that. Already non-root: runs the viewer as is.
 set -eu
 socket=/var/run/docker.sock
-if [ "$(id -u)" = 0 ]; then
-    group=$(stat -c %g "$socket" 2>/dev/null || echo 10001)
-    exec setpriv --reuid=10001 --regid=10001 --groups="$group" --inh-caps=-all -- python3 -m viewer "$@"
+filter_dir=/run/docker-api-filter
+if [ "$(id -u)" != 0 ]; then
+    exec python3 -m viewer "$@"
 fi
-exec python3 -m viewer "$@"
+if [ -S "$socket" ]; then
+    runners=$(python3 -m viewer.provision)
+    GMAIL_STATS_RUNNER_IMPORT=${runners% *}
+    GMAIL_STATS_RUNNER_SCAN=${runners#* }
+    GMAIL_STATS_FILTER_SOCKET=$filter_dir/docker.sock
+    export GMAIL_STATS_RUNNER_IMPORT GMAIL_STATS_RUNNER_SCAN GMAIL_STATS_FILTER_SOCKET
+    group=$(stat -c %g "$socket")
+    setpriv --reuid=10002 --regid=10002 --groups="$group" --inh-caps=-all -- \
+        haproxy -db -f /etc/gmail-stats/docker-api-filter.cfg &
+    tries=0
+    until [ -S "$GMAIL_STATS_FILTER_SOCKET" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -le 100 ] || { echo "viewer-entrypoint: the Docker API filter did not start" >&2; exit 1; }
+        sleep 0.1
+    done
+    unset GMAIL_STATS_RUNNER_IMPORT GMAIL_STATS_RUNNER_SCAN GMAIL_STATS_FILTER_SOCKET
+    export DOCKER_HOST="unix://$filter_dir/docker.sock"
+fi
+exec setpriv --reuid=10001 --regid=10001 --clear-groups --inh-caps=-all -- python3 -m viewer "$@"

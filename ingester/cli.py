@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
+from ingester import run_request
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.report import make_reporter
 from ingester.session import ingest_session
@@ -64,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("path", type=Path, help="the .mbox file")
     imp.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted import run")
     imp.add_argument("--include-spam-trash", action="store_true", help="also count Spam and Trash")
+    imp.add_argument(
+        "--confine-to",
+        type=Path,
+        metavar="DIR",
+        help="refuse PATH unless it is a regular file inside DIR reached without following a link (launchers)",
+    )
+    imp.add_argument("--launch-token", help=argparse.SUPPRESS)
     _common(imp)
 
     scan = commands.add_parser(
@@ -92,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument(
         "--tokens", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "tokens", "token cache file")
     )
+    scan.add_argument("--launch-token", help=argparse.SUPPRESS)
     _common(scan)
 
     runs = commands.add_parser(
@@ -122,15 +131,16 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
     overrides: dict[str, Any] = {}
     if args.db is not None:
         overrides["db"] = args.db
-    for name in ("credentials", "tokens"):
+    for name in ("credentials", "tokens", "launch_token"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
     return IngesterSettings(**overrides)
 
 
 def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
+    path = run_request.confine(args.confine_to, args.path) if args.confine_to is not None else args.path
     request = ImportRequest(
-        path=args.path,
+        path=path,
         include_spam_trash=args.include_spam_trash,
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
@@ -291,6 +301,12 @@ _COMMANDS = {"import": _cmd_import, "scan": _cmd_scan, "runs": _cmd_runs, "expor
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        # A runner container's `run-request import|scan`: the command line its (untrusted) request file asks for.
+        argv = run_request.expand(sys.argv[1:] if argv is None else argv, now=system_clock)
+    except GmailStatsError as exc:
+        print(f"gmail-stats: {exc}", file=sys.stderr)
+        return exc.exit_code
     args = build_parser().parse_args(argv)
     try:
         settings = _settings(args)

@@ -11,13 +11,12 @@ import json
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 
 # The tests' own tag, so a test run never rebuilds or retags the image a user runs (`gmail-stats:local`);
 # parallel work on one engine can pick another (the stacks then run that image too).
@@ -112,15 +111,6 @@ def container_state(container_id: str) -> dict[str, object]:
 def throttle(container_id: str, cpus: str = "0.1") -> None:
     """Slows a launched ingester down (a cgroup CPU quota) so a test can act mid-run on a small file."""
     docker("update", "--cpus", cpus, container_id, check=False)
-
-
-def wait_for(predicate: Callable[[], object], *, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s: {message}")
 
 
 def writable_dir(path: Path) -> Path:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.dockerenv import compose_env, docker, ensure_image, remove_containers, throttle, wait_for
+from tests.dockerenv import IMAGE, compose_env, docker, ensure_image, remove_containers, throttle, wait_for
 from tests.factories import generate_messages, write_mbox
-from viewer.container_spec import STACK_LABEL, DockerStack
-from viewer.launch_docker import DockerLauncher, connect, stack_from_container
+from viewer.container_spec import STACK_LABEL, DockerStack, stack_from_container
+from viewer.launch_docker import DockerLauncher, connect, provision_runners
 from viewer.launcher import LaunchCommand, LaunchRequest
 
 pytestmark = pytest.mark.docker
@@ -105,23 +105,31 @@ def test_make_import_without_a_file_says_how(project: Project) -> None:
 
 def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(project: Project, tmp_path: Path) -> None:
     expected = write_mbox(project.imports / "a.mbox", generate_messages(count=12000, body_bytes=1500, senders=300))
+    requests = tmp_path / "requests"
+    requests.mkdir()
     stack = DockerStack(
-        name=project.name, image=ensure_image(), data=f"{project.name}-data", imports=str(project.imports)
+        name=project.name,
+        image=ensure_image(),
+        data=f"{project.name}-data",
+        imports=str(project.imports),
+        requests=str(requests),
     )
     project.compose("--profile", "ingester", "create", "--no-recreate")  # compose owns (and labels) the volume
-    launcher = DockerLauncher(connect(), stack)
+    client = connect()
+    runners = provision_runners(client, stack, environment={}, requests_dir=str(requests))
+    launcher = DockerLauncher(client, runners)
     try:
         launched = launcher.launch(
             LaunchRequest(LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, import_path="a.mbox")
         )
-        throttle(launched.handle, cpus="0.03")
-        wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, message="launched run")
+        throttle(runners.import_name, cpus="0.03")
+        wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, what="launched run")
         refused = project.compose("run", "--rm", "ingester", "import", "/imports/a.mbox")
         assert refused.returncode == 75, refused.stderr
         assert "another ingester is already running against /data/stats.db" in refused.stderr
         via_make = project.make("import", f"MBOX={project.imports / 'a.mbox'}")
         assert via_make.returncode != 0 and "Error 75" in via_make.stderr
-        throttle(launched.handle, cpus="2")
+        throttle(runners.import_name, cpus="2")
         assert launcher.wait_for_exit(launched, timeout=120)
         (run,) = project.runs()  # the refused ingesters left no run and counted nothing twice
         assert (run["state"], run["messages_new"]) == ("done", sum(expected.values()))
@@ -153,7 +161,7 @@ def test_launched_ingesters_get_the_stacks_host_paths_whatever_folder_compose_ra
     stack = stack_from_container(json.loads(docker("inspect", container_id).stdout)[0])
     assert stack == DockerStack(
         name=project.name,
-        image="gmail-stats:local",
+        image=IMAGE,
         data=f"{project.name}-data",
         imports=str(REPO_ROOT / "tests/artifacts/docker-imports"),
         secrets=str(REPO_ROOT / "secrets"),

@@ -1,10 +1,13 @@
-"""`DockerLauncher` against the real engine: one-shot import containers, cancel, `docker kill`, adoption, clean-up.
+"""`DockerLauncher` against the real engine: runs in a stack's import runner, cancel (SIGTERM, then SIGKILL after the
+grace period for an ingester that ignores it), `docker kill`, adoption after a restart, and spent requests.
 
-Each test uses a stack of its own (data in a host folder, so the run rows are read straight from the file).
+Each test provisions runners of its own (data and requests in host folders, so run rows are read straight from the
+file). The launcher talks to the engine directly here; the API filter in front of it is tested in the stack tests.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +19,7 @@ from shared.db import reader_engine
 from shared.runs import Run, run_by_launch_token
 from tests.dockerenv import (
     container_state,
-    containers_with_label,
+    docker,
     ensure_image,
     remove_containers,
     throttle,
@@ -25,8 +28,8 @@ from tests.dockerenv import (
 )
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, query
-from viewer.container_spec import STACK_LABEL, DockerStack
-from viewer.launch_docker import DockerLauncher, connect
+from viewer.container_spec import STACK_LABEL, DockerStack, Runners
+from viewer.launch_docker import DockerLauncher, connect, provision_runners
 from viewer.launcher import LaunchCommand, Launched, LaunchError, LaunchRequest
 
 pytestmark = pytest.mark.docker
@@ -38,12 +41,23 @@ class Stack:
         self.imports = tmp_path / "imports"
         self.imports.mkdir()
         self.data = writable_dir(tmp_path / "data")
+        self.requests = tmp_path / "requests"
+        self.requests.mkdir()
         self.db = self.data / "stats.db"
-        self.stack = DockerStack(name=self.name, image=image, data=str(self.data), imports=str(self.imports))
+        self.stack = DockerStack(
+            name=self.name, image=image, data=str(self.data), imports=str(self.imports), requests=str(self.requests)
+        )
         self.launchers: list[DockerLauncher] = []
 
-    def launcher(self, **environment: str) -> DockerLauncher:
-        launcher = DockerLauncher(connect(), self.stack, environment=environment)
+    def provision(self, **environment: str) -> Runners:
+        client = connect()
+        try:
+            return provision_runners(client, self.stack, environment=environment, requests_dir=str(self.requests))
+        finally:
+            client.close()
+
+    def launcher(self, runners: Runners) -> DockerLauncher:
+        launcher = DockerLauncher(connect(), runners)
         self.launchers.append(launcher)
         return launcher
 
@@ -63,18 +77,11 @@ class Stack:
         wait_for(
             lambda: (run := self.run(launched)) is not None and run.state in states,
             timeout=timeout,
-            message=f"run of {launched.launch_token} in {states}; last: {self.run(launched)}",
+            what=f"run of {launched.launch_token} in {states}; last: {self.run(launched)}",
         )
         run = self.run(launched)
         assert run is not None
         return run
-
-    def reap_all(self, launcher: DockerLauncher, *launched: Launched) -> None:
-        """Waits for the containers to exit (a finished run row comes just before), reaps, and checks none is left."""
-        for one in launched:
-            assert launcher.wait_for_exit(one, timeout=60), f"{one.handle} still running"
-        launcher.reap()
-        assert containers_with_label(f"{STACK_LABEL}={self.name}") == []
 
     def close(self) -> None:
         for launcher in self.launchers:
@@ -98,41 +105,92 @@ def write(stack: Stack, name: str, messages: list[object]) -> dict[str, int]:
     return write_mbox(stack.imports / name, messages)  # type: ignore[arg-type]
 
 
-def request(token: str | None = None, **kwargs: object) -> LaunchRequest:
-    return LaunchRequest(LaunchCommand.IMPORT, launch_token=token or uuid.uuid4().hex, **kwargs)  # type: ignore[arg-type]
+def request(**kwargs: object) -> LaunchRequest:
+    return LaunchRequest(LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, **kwargs)  # type: ignore[arg-type]
 
 
-def test_import_container_finishes_with_exact_counts_and_is_removed(stack: Stack, mbox_messages: list[object]) -> None:
+def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spent(
+    stack: Stack, mbox_messages: list[object]
+) -> None:
     expected = write(stack, "Takeout file.mbox", mbox_messages)
-    launcher = stack.launcher(GMAIL_STATS_PARSE_WORKERS="1")
+    runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
+    assert (runners.import_name, runners.scan_name) == (f"{stack.name}-import-runner", None)  # no secrets folder
+    launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="Takeout file.mbox"))
     run = stack.wait_state(launched, "done", "failed", "cancelled")
     assert (run.state, run.outcome, run.messages_new) == ("done", "complete", sum(expected.values()))
     assert run.mbox_path == "/imports/Takeout file.mbox"
     assert counts_of(stack.db) == expected
-    wait_for(lambda: not launcher.is_alive(launched), timeout=30, message="container exits after its run")
-    assert container_state(launched.handle)["ExitCode"] == 0
-    stack.reap_all(launcher, launched)
-    # The log outlives the container; `--quiet` leaves it empty unless something went wrong.
-    assert launcher.log_tail(launched) == []
+    assert launcher.wait_for_exit(launched, timeout=30)
+    assert container_state(runners.import_name)["ExitCode"] == 0
+    assert launcher.log_tail(launched) == []  # `--quiet`: nothing went wrong
+    launcher.reap()
+    assert not (stack.requests / "import.json").exists()
+    # Started by anyone but the launcher, the runner finds no request and runs nothing.
+    docker("start", "--attach", runners.import_name, check=False)
+    assert container_state(runners.import_name)["ExitCode"] == 2
+    with pytest.raises(LaunchError, match="there is no scan runner"):
+        launcher.launch(LaunchRequest(LaunchCommand.SCAN, launch_token=uuid.uuid4().hex))
 
 
-def test_cancel_stops_the_container_and_resume_finishes_exactly(stack: Stack, mbox_messages: list[object]) -> None:
+def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: Stack) -> None:
+    (stack.imports / "link.mbox").symlink_to("/etc/passwd")
+    launcher = stack.launcher(stack.provision())
+    launched = launcher.launch(request(import_path="link.mbox"))
+    assert launcher.wait_for_exit(launched, timeout=60)
+    assert container_state(launched.handle.partition("@")[0])["ExitCode"] == 1
+    assert any("without following a link" in line for line in launcher.log_tail(launched))
+    assert not stack.db.exists()
+
+
+def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_messages: list[object]) -> None:
     expected = write(stack, "a.mbox", mbox_messages)
-    launcher = stack.launcher()
+    runners = stack.provision()
+    launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="a.mbox"))
-    throttle(launched.handle)
+    throttle(runners.import_name)
     first = stack.wait_state(launched, "running")
     launcher.cancel(launched)
     run = stack.wait_state(launched, "cancelled", "done", timeout=15)  # within the 10 s grace, not killed
     assert (run.state, run.outcome) == ("cancelled", "partial")
-    wait_for(lambda: not launcher.is_alive(launched), timeout=15, message="cancelled container exits")
-    assert container_state(launched.handle)["ExitCode"] == 0
+    assert launcher.wait_for_exit(launched, timeout=15)
+    assert container_state(runners.import_name)["ExitCode"] == 0
+    throttle(runners.import_name, cpus="2")
     resumed = launcher.launch(request(import_path="a.mbox", resume_run_id=first.run_id))
+    assert resumed.handle != launched.handle and not launcher.is_alive(launched)
     final = stack.wait_state(resumed, "done", "failed")
     assert (final.run_id, final.outcome) == (first.run_id, "complete")
     assert counts_of(stack.db) == expected
-    stack.reap_all(launcher, launched, resumed)
+
+
+def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack: Stack) -> None:
+    runners = stack.provision()
+    # The same runner name, but a program that ignores SIGTERM (as a wedged ingester would).
+    docker("rm", "--force", runners.import_name)
+    docker(
+        "create",
+        "--name",
+        runners.import_name,
+        "--label",
+        f"{STACK_LABEL}={stack.name}",
+        "--network",
+        "none",
+        "--entrypoint",
+        "python3",
+        stack.stack.image,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)",
+    )
+    launcher = stack.launcher(runners)
+    launched = launcher.launch(request(import_path="a.mbox"))
+    wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=30, what="the stubborn program is up")
+    cancelled_at = time.monotonic()
+    launcher.cancel(launched, grace_seconds=2)
+    time.sleep(1)
+    assert launcher.is_alive(launched)  # SIGTERM ignored
+    assert launcher.wait_for_exit(launched, timeout=30)
+    assert time.monotonic() - cancelled_at >= 2
+    assert container_state(runners.import_name)["ExitCode"] == 137  # SIGKILL
 
 
 def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
@@ -140,52 +198,57 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
 ) -> None:
     expected = write(stack, "big.mbox", mbox_messages)
     write(stack, "small.mbox", mbox_messages[:3])
-    launcher = stack.launcher()
+    runners = stack.provision()
+    launcher = stack.launcher(runners)
     killed = launcher.launch(request(import_path="big.mbox"))
-    throttle(killed.handle)
-    wait_for(lambda: (r := stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, message="progress")
-    from tests.dockerenv import docker
-
-    docker("kill", killed.handle)
-    wait_for(lambda: not launcher.is_alive(killed), timeout=15, message="killed container stops")
+    throttle(runners.import_name)
+    wait_for(lambda: (r := stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, what="progress")
+    docker("kill", runners.import_name)
+    assert launcher.wait_for_exit(killed, timeout=15)
     killed_run = stack.run(killed)
     assert killed_run is not None and killed_run.state == "running"
+    throttle(runners.import_name, cpus="2")
     other = launcher.launch(request(import_path="small.mbox"))
     stack.wait_state(other, "done")
     assert query(stack.db, f"SELECT state, error_kind FROM ingest_runs WHERE run_id = {killed_run.run_id}") == [
         ("abandoned", "abandoned")
     ]
+    assert launcher.wait_for_exit(other, timeout=30)
     resumed = launcher.launch(request(import_path="big.mbox", resume_run_id=killed_run.run_id))
     final = stack.wait_state(resumed, "done", "failed")
     assert (final.run_id, final.outcome) == (killed_run.run_id, "complete")
     assert counts_of(stack.db) == expected  # the small file's three messages are in the big one too
-    stack.reap_all(launcher, killed, other, resumed)
 
 
-def test_a_new_launcher_adopts_a_running_container_and_can_cancel_it(stack: Stack, mbox_messages: list[object]) -> None:
+def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(stack: Stack, mbox_messages: list[object]) -> None:
     write(stack, "a.mbox", mbox_messages)
-    before = stack.launcher()
+    runners = stack.provision()
+    before = stack.launcher(runners)
     launched = before.launch(request(import_path="a.mbox"))
-    throttle(launched.handle)
+    throttle(runners.import_name)
     stack.wait_state(launched, "running")
-    before.close()  # the viewer restarts
-    after = stack.launcher()
+    before.close()  # the viewer restarts; provisioning leaves a running runner alone
+    assert stack.provision() == runners
+    after = stack.launcher(runners)
     assert after.adopt() == [launched]
     assert after.is_alive(launched)
+    throttle(runners.import_name, cpus="0.02")  # still running after the launch's 10 s wait for an exiting runner
+    with pytest.raises(LaunchError, match="busy"):
+        after.launch(request(import_path="a.mbox"))
+    throttle(runners.import_name, cpus="2")
     after.cancel(launched)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
-    stack.reap_all(after, launched)
+    assert after.wait_for_exit(launched, timeout=15)
     assert after.adopt() == []
 
 
 def test_a_missing_image_is_a_launch_error_with_a_hint(tmp_path: Path) -> None:
     ensure_image()
-    launcher = DockerLauncher(
-        connect(), DockerStack(name="gmstest-missing", image="gmail-stats:nonexistent", data="gmstest-missing")
-    )
+    stack = DockerStack(name="gmstest-missing", image="gmail-stats:nonexistent", data="d", requests=str(tmp_path))
+    client = connect()
     try:
         with pytest.raises(LaunchError) as caught:
-            launcher.launch(request(import_path="a.mbox"))
+            provision_runners(client, stack, environment={}, requests_dir=str(tmp_path))
         assert caught.value.hint == "build it: docker compose build"
     finally:
-        launcher.close()
+        client.close()

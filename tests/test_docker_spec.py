@@ -1,11 +1,25 @@
-"""The exact container the Docker launcher may create: the socket is the viewer's one dangerous tool, so pin it."""
+"""The exact runner containers the entrypoint may create and the request file the web process may write: the
+engine's socket is the viewer's one dangerous tool, so pin everything it is used for."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from viewer.container_spec import ContainerSpec, DockerStack, MountSpec, container_spec
-from viewer.launch_docker import create_kwargs, stack_from_container
+from viewer.container_spec import (
+    ContainerSpec,
+    DockerStack,
+    MountSpec,
+    Runners,
+    request_document,
+    request_token,
+    runner_name,
+    runner_spec,
+    stack_from_container,
+    started_unix,
+)
+from viewer.launch_docker import create_kwargs
 from viewer.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 STACK = DockerStack(
@@ -15,6 +29,7 @@ STACK = DockerStack(
     imports="/home/me/gmail stats/imports",
     secrets="/home/me/gmail stats/secrets",
     network="gmail-stats_default",
+    requests="gmail-stats_requests",
 )
 VIEWER_ENV = {
     "GMAIL_STATS_PARSE_WORKERS": "2",
@@ -27,87 +42,72 @@ VIEWER_ENV = {
     "LD_PRELOAD": "/tmp/evil.so",
     "PATH": "/tmp",
 }
-FIXED_ENV = {
-    "GMAIL_STATS_DB": "/data/stats.db",
-    "GMAIL_STATS_CREDENTIALS": "/secrets/credentials.json",
-    "GMAIL_STATS_TOKENS": "/secrets/tokencache.json",
-    "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
-    "PYTHONUNBUFFERED": "1",
-}
-MOUNTS = (
-    MountSpec("/data", "gmail-stats-data", "volume", read_only=False),
-    MountSpec("/imports", "/home/me/gmail stats/imports", "bind", read_only=True),
-    MountSpec("/secrets", "/home/me/gmail stats/secrets", "bind", read_only=False),
-)
+DATA = MountSpec("/data", "gmail-stats-data", "volume", read_only=False)
+REQUESTS = MountSpec("/requests", "gmail-stats_requests", "volume", read_only=True)
 HARDENING = {
     "cap_drop": ("ALL",),
     "security_opt": ("no-new-privileges:true",),
     "read_only": True,
     "tmpfs": {"/tmp": "rw,nosuid,nodev,size=64m"},
     "privileged": False,
+    "user": "10001:10001",
 }
 
 
-def test_import_container_spec_is_exact() -> None:
-    request = LaunchRequest(
-        LaunchCommand.IMPORT, launch_token="tok123456789abcdef", import_path="Takeout/Mail/All.mbox"
-    )
-    spec = container_spec(STACK, request, environment=VIEWER_ENV)
+def test_the_import_runner_has_no_network_no_secrets_and_no_port() -> None:
+    spec = runner_spec(STACK, LaunchCommand.IMPORT, environment=VIEWER_ENV)
     assert spec == ContainerSpec(
         image="gmail-stats:local",
-        command=("import", "/imports/Takeout/Mail/All.mbox", "--quiet"),
-        name="gmail-stats-ingester-tok123456789",
+        command=("run-request", "import"),
+        name="gmail-stats-import-runner",
         environment={
             "GMAIL_STATS_API_ENDPOINT": "http://fake-google:8080/",
             "GMAIL_STATS_PARSE_WORKERS": "2",
-            **FIXED_ENV,
-            "GMAIL_STATS_LAUNCH_TOKEN": "tok123456789abcdef",
+            "GMAIL_STATS_DB": "/data/stats.db",
+            "PYTHONUNBUFFERED": "1",
         },
-        labels={
-            "gmail-stats.role": "ingester",
-            "gmail-stats.stack": "gmail-stats",
-            "gmail-stats.launch-token": "tok123456789abcdef",
-            "gmail-stats.command": "import",
-        },
-        mounts=MOUNTS,
+        labels={"gmail-stats.role": "ingester", "gmail-stats.stack": "gmail-stats", "gmail-stats.command": "import"},
+        mounts=(DATA, REQUESTS, MountSpec("/imports", "/home/me/gmail stats/imports", "bind", read_only=True)),
         ports={},
-        network="gmail-stats_default",
+        network="none",
         **HARDENING,  # type: ignore[arg-type]
     )
 
 
-def test_scan_publishes_the_oauth_port_on_loopback_only_and_resume_is_labelled() -> None:
-    request = LaunchRequest(LaunchCommand.SCAN, launch_token="t" * 32, resume_run_id=7)
-    spec = container_spec(STACK, request, environment={})
-    assert spec.command == ("scan", "--resume", "7", "--quiet")
+def test_only_the_scan_runner_gets_secrets_the_network_and_the_loopback_callback_port() -> None:
+    spec = runner_spec(STACK, LaunchCommand.SCAN, environment={})
+    assert (spec.name, spec.command, spec.network) == (
+        "gmail-stats-scan-runner",
+        ("run-request", "scan"),
+        "gmail-stats_default",
+    )
     assert spec.ports == {"8765/tcp": ("127.0.0.1", 8765)}
-    assert spec.labels["gmail-stats.resume-run-id"] == "7"
-    assert spec.environment == {**FIXED_ENV, "GMAIL_STATS_LAUNCH_TOKEN": "t" * 32}
-    assert spec.mounts == MOUNTS
+    assert spec.mounts == (DATA, REQUESTS, MountSpec("/secrets", "/home/me/gmail stats/secrets", "bind", False))
+    assert spec.environment == {
+        "GMAIL_STATS_DB": "/data/stats.db",
+        "PYTHONUNBUFFERED": "1",
+        "GMAIL_STATS_CREDENTIALS": "/secrets/credentials.json",
+        "GMAIL_STATS_TOKENS": "/secrets/tokencache.json",
+        "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
+    }
 
 
 def test_sdk_arguments_are_exactly_these() -> None:
-    request = LaunchRequest(LaunchCommand.IMPORT, launch_token="abc", import_path="a.mbox", resume_run_id=3)
-    kwargs = create_kwargs(container_spec(STACK, request, environment={}))
+    kwargs = create_kwargs(runner_spec(STACK, LaunchCommand.IMPORT, environment={}))
     assert kwargs == {
         "image": "gmail-stats:local",
-        "command": ["import", "/imports/a.mbox", "--resume", "3", "--quiet"],
-        "name": "gmail-stats-ingester-abc",
-        "environment": {**FIXED_ENV, "GMAIL_STATS_LAUNCH_TOKEN": "abc"},
-        "labels": {
-            "gmail-stats.role": "ingester",
-            "gmail-stats.stack": "gmail-stats",
-            "gmail-stats.launch-token": "abc",
-            "gmail-stats.command": "import",
-            "gmail-stats.resume-run-id": "3",
-        },
+        "command": ["run-request", "import"],
+        "name": "gmail-stats-import-runner",
+        "user": "10001:10001",
+        "environment": {"GMAIL_STATS_DB": "/data/stats.db", "PYTHONUNBUFFERED": "1"},
+        "labels": {"gmail-stats.role": "ingester", "gmail-stats.stack": "gmail-stats", "gmail-stats.command": "import"},
         "mounts": [
             {"Target": "/data", "Source": "gmail-stats-data", "Type": "volume", "ReadOnly": False},
+            {"Target": "/requests", "Source": "gmail-stats_requests", "Type": "volume", "ReadOnly": True},
             {"Target": "/imports", "Source": "/home/me/gmail stats/imports", "Type": "bind", "ReadOnly": True},
-            {"Target": "/secrets", "Source": "/home/me/gmail stats/secrets", "Type": "bind", "ReadOnly": False},
         ],
         "ports": {},
-        "network": "gmail-stats_default",
+        "network": "none",
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges:true"],
         "read_only": True,
@@ -118,22 +118,67 @@ def test_sdk_arguments_are_exactly_these() -> None:
         "detach": True,
     }
     # Nothing that could reach the host's namespaces or devices is ever set.
-    for forbidden in ("network_mode", "pid_mode", "ipc_mode", "userns_mode", "devices", "cap_add", "volumes", "user"):
+    for forbidden in ("network_mode", "pid_mode", "ipc_mode", "userns_mode", "devices", "cap_add", "volumes"):
         assert forbidden not in kwargs
 
 
-def test_a_host_path_data_folder_is_a_bind_mount() -> None:
-    stack = DockerStack(name="t", image="i", data="/srv/data")
-    spec = container_spec(stack, LaunchRequest(LaunchCommand.SCAN, launch_token="x"), environment={})
-    assert spec.mounts == (MountSpec("/data", "/srv/data", "bind", read_only=False),)
-    assert spec.network is None
+def test_host_path_data_and_requests_are_bind_mounts_and_a_scan_needs_a_secrets_folder() -> None:
+    stack = DockerStack(name="t", image="i", data="/srv/data", requests="/srv/requests")
+    spec = runner_spec(stack, LaunchCommand.IMPORT, environment={})
+    assert spec.mounts == (
+        MountSpec("/data", "/srv/data", "bind", read_only=False),
+        MountSpec("/requests", "/srv/requests", "bind", read_only=True),
+    )
+    with pytest.raises(LaunchError):
+        runner_spec(stack, LaunchCommand.SCAN, environment={})
+    with pytest.raises(LaunchError):
+        runner_spec(DockerStack(name="t", image="i", data="d"), LaunchCommand.IMPORT, environment={})
+
+
+@pytest.mark.parametrize("stack", ["Upper", "a b", "a/b", "-x", "x" * 60, "a.b"])
+def test_names_the_filter_could_mismatch_are_refused(stack: str) -> None:
+    with pytest.raises(LaunchError):
+        runner_name(stack, LaunchCommand.IMPORT)
+
+
+def test_the_request_document_is_exact_and_its_token_can_be_read_back() -> None:
+    request = LaunchRequest(
+        LaunchCommand.IMPORT, launch_token="ab" * 16, import_path="Takeout/All.mbox", resume_run_id=3
+    )
+    document = request_document(request, now=1700000000.12345)
+    assert json.loads(document) == {
+        "version": 1,
+        "command": "import",
+        "import_path": "Takeout/All.mbox",
+        "resume_run_id": 3,
+        "launch_token": "ab" * 16,
+        "written_at": 1700000000.123,
+    }
+    assert request_token(document) == "ab" * 16
+    assert request_token(b"\xff") is None
+    scan = json.loads(request_document(LaunchRequest(LaunchCommand.SCAN, launch_token="t"), now=1.0))
+    assert (scan["import_path"], scan["resume_run_id"]) == (None, None)
 
 
 @pytest.mark.parametrize("path", ["../etc/passwd", "/etc/passwd", "a/../../b.mbox", "", None, "a\x00.mbox"])
 def test_import_paths_outside_the_import_folder_are_refused(path: str | None) -> None:
     request = LaunchRequest(LaunchCommand.IMPORT, launch_token="x", import_path=path)
     with pytest.raises(LaunchError):
-        container_spec(STACK, request, environment={})
+        request_document(request, now=0.0)
+
+
+def test_runners_round_trip_and_a_missing_scan_runner_says_why() -> None:
+    runners = Runners("s-import-runner", None, problem="no secrets folder")
+    assert Runners.from_json(runners.to_json()) == runners
+    assert runners.name_for(LaunchCommand.IMPORT) == "s-import-runner"
+    with pytest.raises(LaunchError, match="no secrets folder"):
+        runners.name_for(LaunchCommand.SCAN)
+
+
+def test_started_at_is_read_with_its_fraction() -> None:
+    assert started_unix("2026-12-01T05:50:00.123456789Z") == pytest.approx(1796103000.123456789)
+    assert started_unix("0001-01-01T00:00:00Z") < 0
+    assert started_unix("garbage") == 0.0
 
 
 def test_the_stack_comes_from_the_viewers_own_container() -> None:
@@ -154,6 +199,7 @@ def test_the_stack_comes_from_the_viewers_own_container() -> None:
                 "Source": "/var/lib/docker/volumes/x",
                 "Destination": "/data",
             },
+            {"Type": "volume", "Name": "mystack_requests", "Source": "/var/lib/docker/y", "Destination": "/requests"},
             {"Type": "bind", "Source": "/home/me/gmail stats/imports", "Destination": "/imports"},
             {"Type": "bind", "Source": "/var/run/docker.sock", "Destination": "/var/run/docker.sock"},
         ],
@@ -166,6 +212,7 @@ def test_the_stack_comes_from_the_viewers_own_container() -> None:
         imports="/home/me/gmail stats/imports",
         secrets="/home/me/gmail stats/secrets",
         network="mystack_default",
+        requests="mystack_requests",
     )
     with pytest.raises(LaunchError):
         stack_from_container({"Config": {}, "Mounts": []})

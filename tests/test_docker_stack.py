@@ -20,7 +20,16 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.dockerenv import compose_env, docker, ensure_image, remove_containers, throttle, wait_for
+from tests.dockerenv import (
+    IMAGE,
+    compose_env,
+    container_state,
+    docker,
+    ensure_image,
+    remove_containers,
+    throttle,
+    wait_for,
+)
 from tests.factories import generate_messages, write_mbox
 from viewer.container_spec import STACK_LABEL
 
@@ -42,7 +51,7 @@ class Stack:
         self.name = f"gmstest-{uuid.uuid4().hex[:8]}"
         self.imports = tmp_path / "imports"
         self.imports.mkdir()
-        (tmp_path / "secrets").mkdir()
+        self.secrets = tmp_path / "secrets"  # not created: importing from the page must not need it
         self.port = free_port()
         self.env = compose_env(
             COMPOSE_PROJECT_NAME=self.name,
@@ -94,7 +103,7 @@ class Stack:
         return dict(run)
 
     def wait_run(self, run_id: int, *states: str, timeout: float = 120) -> dict[str, Any]:
-        wait_for(lambda: self.run(run_id)["state"] in states, timeout=timeout, message=f"run {run_id} in {states}")
+        wait_for(lambda: self.run(run_id)["state"] in states, timeout=timeout, what=f"run {run_id} in {states}")
         return self.run(run_id)
 
     def ingesters(self, *, running: bool = False) -> list[str]:
@@ -102,6 +111,13 @@ class Stack:
         if running:
             filters += ["--filter", "status=running"]
         return docker("ps", "--all", "--quiet", *filters).stdout.split()
+
+    def viewer_exec(self, *argv: str, user: str = "0") -> subprocess.CompletedProcess[str]:
+        return self.compose("exec", "-T", "--user", user, "viewer", *argv)
+
+    def request_pending(self) -> bool:
+        listing = self.viewer_exec("ls", "/requests", user="10001")
+        return any(name.endswith(".json") for name in listing.stdout.split())
 
     def make_import(self, mbox: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -172,10 +188,11 @@ def test_ui_import_runs_in_a_new_container_and_the_counts_match(stack: Stack) ->
     assert response.status_code == 202, response.text
     run = stack.wait_run(response.json()["run_id"], "done", "failed")
     assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))
+    assert not stack.secrets.exists()  # the import needed no secrets folder (the `ingester` service below does)
     exported = stack.compose("run", "--rm", "ingester", "export")
     assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
-    # The viewer removes the finished container once it has seen the outcome.
-    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished ingester removed")
+    # The viewer deletes the spent request once it has seen the runner stop.
+    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, what="spent request deleted")
 
 
 def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(stack: Stack) -> None:
@@ -190,14 +207,15 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     run = stack.wait_run(run_id, "cancelled", "abandoned", "done", timeout=20)
     assert run["state"] == "cancelled" and time.monotonic() - cancelled_at < 12  # SIGTERM honoured, not SIGKILL
-    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, message="cancelled ingester exits")
+    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, what="cancelled ingester exits")
+    throttle(f"{stack.name}-import-runner", cpus="2")  # the runner container is reused: lift the test's quota
     resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
     assert resumed.status_code == 202, resumed.text
     assert resumed.json()["run_id"] == run_id
     final = stack.wait_run(run_id, "done", "failed")
     assert (final["outcome"], final["messages_new"], final["messages_seen"]) == ("complete", total, total)
     assert len(stack.get("/api/runs")["runs"]) == 1  # the refused ingester left no run behind
-    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished ingesters removed")
+    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
 
 def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
@@ -213,7 +231,7 @@ def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
     assert stack.http.get(f"/api/runs/{run_id}/log").status_code == 200
     assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     assert stack.wait_run(run_id, "cancelled", "abandoned", timeout=20)["state"] == "cancelled"
-    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="cancelled ingester removed")
+    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
 
 # The fake Google runs in a container on the stack's network (the repo's tests mounted read-only), listening on all
@@ -256,6 +274,7 @@ def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
     google = FakeGoogle(Mailbox.generate(FAKE_MESSAGES, seed=FAKE_SEED))
     google.base_url = "http://fake-google:8080/"
     secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
     (secrets_dir / "credentials.json").write_text(json.dumps(google.client_config()))
     os.chown(secrets_dir, 10001, 10001)  # the ingester writes its token cache there
     override = tmp_path / "compose.fake-google.yaml"
@@ -302,7 +321,7 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
     wait_for(
         lambda: stack.run(run_id)["state"] == "awaiting_auth" and stack.run(run_id)["auth_url"],
         timeout=60,
-        message="the consent URL on the run row",
+        what="the consent URL on the run row",
     )
     consent_url = str(stack.run(run_id)["auth_url"])
     assert consent_url.startswith("http://fake-google:8080/o/oauth2/auth?")
@@ -318,4 +337,105 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
     assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))
     exported = stack.compose("run", "--rm", "ingester", "export")
     assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
-    wait_for(lambda: stack.status() and not stack.ingesters(), timeout=60, message="finished scan container removed")
+    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, what="spent scan request deleted")
+
+
+# Run inside the viewer container with the web process's exact credentials: everything an attacker who has code
+# execution in the web process could try against the engine, directly or through the API filter.
+ATTACK = r"""
+import json, os, socket, sys
+
+viewer, runner, sentinel, image = sys.argv[1:5]
+FILTER = "/run/docker-api-filter/docker.sock"
+
+def creds(pid):
+    lines = open(f"/proc/{pid}/status").read().splitlines()
+    return {k: v.split() for k, v in (line.split(":", 1) for line in lines) if k in ("Uid", "Gid", "Groups", "CapEff")}
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(path)
+        return "connected"
+    except OSError as exc:
+        return type(exc).__name__
+    finally:
+        s.close()
+
+def call(method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else b""
+    head = f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
+    if body is not None:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(20)
+        s.connect(FILTER)
+        s.sendall(head.encode() + b"\r\n" + data)  # one write: a refusal may close before a second
+        return int(s.recv(64).split()[1])
+
+host_config = {"Binds": ["/:/host"], "Privileged": True}
+root_container = {"Image": image, "Cmd": ["cat", "/host/etc/shadow"], "HostConfig": host_config}
+out = {"same_creds": creds("self") == creds(1), "creds": creds("self")}
+out["engine_socket"] = connect("/var/run/docker.sock")
+others = [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", str(os.getpid()))]
+out["engine_socket_via_proc"] = sorted({connect(f"/proc/{p}/root/var/run/docker.sock") for p in others})
+out["create"] = call("POST", "/v1.41/containers/create", root_container)
+out["create_unversioned"] = call("POST", "/containers/create?name=x", root_container)
+out["list"] = call("GET", "/v1.41/containers/json?all=1")
+out["start_viewer"] = call("POST", f"/v1.41/containers/{viewer}/start")
+out["start_sentinel"] = call("POST", f"/v1.41/containers/{sentinel}/start")
+out["start_encoded"] = call("POST", f"/v1.41/containers/{runner}%2F..%2F{sentinel}/start")
+out["start_old_api_with_host_config"] = call("POST", f"/v1.23/containers/{runner}/start", host_config)
+out["exec"] = call("POST", f"/v1.41/containers/{runner}/exec", {"Cmd": ["id"]})
+out["update"] = call("POST", f"/v1.41/containers/{runner}/update", {"Privileged": True})
+out["images"] = call("GET", "/v1.41/images/json")
+out["volumes"] = call("GET", "/v1.41/volumes")
+out["ping"] = call("GET", "/_ping")
+out["inspect_runner"] = call("GET", f"/v1.41/containers/{runner}/json")
+try:
+    import docker
+    client = docker.DockerClient(base_url="unix://" + FILTER)
+    client.containers.create(image, "id", privileged=True, volumes=["/:/host"])
+    out["sdk_create"] = "created"
+except docker.errors.APIError as exc:
+    out["sdk_create"] = exc.status_code
+print(json.dumps(out))
+"""
+
+
+def test_the_web_process_cannot_create_containers_read_the_socket_or_start_anything_but_the_runners(
+    stack: Stack,
+) -> None:
+    viewer = stack.compose("ps", "--quiet", "viewer").stdout.strip()
+    sentinel = f"{stack.name}-sentinel"
+    docker("create", "--name", sentinel, "--label", f"{STACK_LABEL}={stack.name}", IMAGE, "runs", "--json")
+    web = stack.viewer_exec("grep", "-E", "^(Uid|Gid|Groups):", "/proc/1/status").stdout.split("\n")
+    uid, gid = web[0].split()[1], web[1].split()[1]
+    groups = web[2].split()[1:]
+    identity = [f"--reuid={uid}", f"--regid={gid}", f"--groups={','.join(groups)}" if groups else "--clear-groups"]
+    probe = stack.viewer_exec(
+        "setpriv", *identity, "--", "python3", "-c", ATTACK, viewer, f"{stack.name}-import-runner", sentinel, IMAGE
+    )
+    assert probe.returncode == 0, probe.stderr
+    result = json.loads(probe.stdout)
+    assert result["same_creds"] is True and result["creds"]["Uid"][0] == "10001", result["creds"]
+    assert result["creds"]["CapEff"] == ["0000000000000000"]
+    assert result["engine_socket"] == "PermissionError"
+    assert result["engine_socket_via_proc"] == ["PermissionError"]
+    refused = (
+        "create",
+        "create_unversioned",
+        "list",
+        "start_viewer",
+        "start_sentinel",
+        "start_encoded",
+        "start_old_api_with_host_config",
+        "exec",
+        "update",
+        "images",
+        "volumes",
+        "sdk_create",
+    )
+    assert {name: result[name] for name in refused} == dict.fromkeys(refused, 403)
+    assert (result["ping"], result["inspect_runner"]) == (200, 200)  # the filter itself answers
+    assert container_state(sentinel)["Status"] == "created"  # never started

@@ -19,6 +19,7 @@ from shared.db import reader_engine
 from shared.lock import IngestLock
 from shared.runs import get_run
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
+from tests.importing import query
 from tests.viewer_support import csrf_headers, make_settings, mbox_bytes, seed, viewer, wait_for
 from viewer.launch_process import build_argv
 from viewer.launcher import LaunchCommand, LaunchRequest
@@ -85,16 +86,33 @@ def _pid_gone(pid: int) -> bool:
         (LaunchRequest(LaunchCommand.SCAN, "t", resume_run_id=7), ["gmail-stats", "scan", "--resume", "7", "--quiet"]),
         (
             LaunchRequest(LaunchCommand.IMPORT, "t", "a b/x.mbox"),
-            ["gmail-stats", "import", "/imp/a b/x.mbox", "--quiet"],
+            ["gmail-stats", "import", "/imp/a b/x.mbox", "--confine-to", "/imp", "--quiet"],
         ),
         (
             LaunchRequest(LaunchCommand.IMPORT, "t", "x.mbox", resume_run_id=3),
-            ["gmail-stats", "import", "/imp/x.mbox", "--resume", "3", "--quiet"],
+            ["gmail-stats", "import", "/imp/x.mbox", "--confine-to", "/imp", "--resume", "3", "--quiet"],
         ),
     ],
 )
 def test_argv_is_fixed(request_: LaunchRequest, expected: list[str]) -> None:
     assert build_argv(["gmail-stats"], request_, import_dir=Path("/imp")) == expected
+
+
+def test_the_ingester_is_handed_the_checked_files_real_path_not_the_link(tmp_path: Path) -> None:
+    """The check-then-use race: the viewer checks the link's target, so it hands over that target (resolved), and
+    the ingester (`--confine-to`) would refuse the link itself if it were handed over and swapped meanwhile."""
+    _imports(tmp_path, {"Takeout/Mail/all.mbox": mbox_bytes(20)})
+    (tmp_path / "imports" / "latest.mbox").symlink_to(tmp_path / "imports" / "Takeout/Mail/all.mbox")
+    settings = make_settings(tmp_path)
+    with viewer(settings) as client:
+        response = _start(client, {"source": "mbox", "path": "latest.mbox"})
+        assert response.status_code == 202, response.text
+        run = wait_for(lambda: _finished(client, response.json()["run_id"]))
+        assert (run["state"], run["messages_new"]) == ("done", 20)
+    # What the ingester was handed (and recorded): the checked target, not the link.
+    assert query(settings.db, "SELECT mbox_path FROM ingest_runs") == [
+        (str((tmp_path / "imports/Takeout/Mail/all.mbox").resolve()),)
+    ]
 
 
 def test_import_from_the_api_completes_with_the_real_ingester(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ def _cell(text: str) -> str:
 
 def _options(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     for action in parser._actions:  # argparse has no public iterator over a parser's options
-        if action.option_strings and not isinstance(action, argparse._HelpAction):
+        hidden = action.help == argparse.SUPPRESS  # for launchers, not people
+        if action.option_strings and not hidden and not isinstance(action, argparse._HelpAction):
             yield action
 
 

@@ -88,8 +88,8 @@ class RunControl:
             return LaunchRequest(command=command, launch_token=token)
         if ask.path is None:
             raise ApiError(422, "bad_path", "an import needs `path`, a file listed by /api/imports")
-        resolve_import(self.settings.import_dir, ask.path)
-        return LaunchRequest(command=command, launch_token=token, import_path=ask.path)
+        resolved = self._resolved_import(ask.path)
+        return LaunchRequest(command=command, launch_token=token, import_path=resolved)
 
     def _resume_request(self, ask: LaunchAsk, command: LaunchCommand, token: str) -> LaunchRequest:
         run_id = ask.resume_run_id
@@ -117,8 +117,14 @@ class RunControl:
                 f"run {run_id} read a file outside the import folder; resume it in a terminal with "
                 f"`gmail-stats import PATH --resume {run_id}`",
             )
-        resolve_import(self.settings.import_dir, relative)
-        return LaunchRequest(command=command, launch_token=token, import_path=relative, resume_run_id=run_id)
+        resolved = self._resolved_import(relative)
+        return LaunchRequest(command=command, launch_token=token, import_path=resolved, resume_run_id=run_id)
+
+    def _resolved_import(self, relative: str) -> str:
+        """The checked file's real path relative to the real import folder: the ingester is handed what was
+        checked, never a name a link swapped in later could redirect (it refuses links itself, too)."""
+        target = resolve_import(self.settings.import_dir, relative)
+        return target.relative_to(self.settings.import_dir.resolve()).as_posix()
 
     def _wait_for_row(self, launched: Launched) -> int | None:
         deadline = time.monotonic() + self.settings.run_row_wait_seconds

@@ -1,7 +1,7 @@
-"""The `docker` launcher: each run is a new, hardened, one-shot ingester container (the only Docker SDK user).
+"""The `docker` launcher (the only Docker SDK user): runs go to a stack's two fixed runner containers.
 
-It never takes an image, mount, argv or environment from a request: `viewer.container_spec` builds everything
-from the stack's fixed description and a `LaunchRequest`.
+The privileged entrypoint creates the runners (`provision_runners`, the only `create` call); the web process then
+only writes a request file and starts, kills, inspects or reads the logs of a runner by name, through the API filter.
 """
 
 from __future__ import annotations
@@ -10,39 +10,34 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import docker
 import requests
 from docker.errors import DockerException, ImageNotFound, NotFound
-from docker.models.containers import Container
 from docker.types import Mount
 
 from viewer.container_spec import (
-    DATA_DIR,
-    IMPORTS_DIR,
-    INGESTER_ROLE,
-    ROLE_LABEL,
-    SECRETS_DIR,
-    STACK_LABEL,
-    TOKEN_LABEL,
+    REQUESTS_DIR,
     ContainerSpec,
     DockerStack,
-    container_spec,
+    Runners,
+    request_document,
+    request_token,
+    runner_spec,
+    stack_from_container,
+    started_unix,
 )
-from viewer.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError, LaunchRequest
+from viewer.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, LaunchCommand, Launched, LaunchError, LaunchRequest
 
-# Labels compose puts on its containers, and ours on the viewer naming its stack's secrets folder (compose resolves
-# relative bind paths against the project directory, but not labels, so that one is resolved here the same way).
-COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
-COMPOSE_WORKDIR_LABEL = "com.docker.compose.project.working_dir"
-SECRETS_LABEL = "gmail-stats.secrets"
+# Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
+RUNNERS_FILE = Path("/run/gmail-stats/runners.json")
 
-_FINISHED_STATES = ("exited", "dead")
-_ALIVE_STATES = frozenset({"created", "running", "restarting", "paused"})
+# A runner whose ingester has released the lock may still be exiting (interpreter shutdown): a launch waits.
+_EXIT_WAIT_SECONDS = 10.0
 _API_ERRORS = (DockerException, requests.exceptions.RequestException)
 
 
@@ -52,6 +47,7 @@ def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         "image": spec.image,
         "command": list(spec.command),
         "name": spec.name,
+        "user": spec.user,
         "environment": dict(spec.environment),
         "labels": dict(spec.labels),
         "mounts": [Mount(m.target, m.source, type=m.type, read_only=m.read_only) for m in spec.mounts],
@@ -69,7 +65,7 @@ def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
 
 
 def connect(*, timeout: int = 30) -> docker.DockerClient:
-    """A client for the engine named by DOCKER_HOST (default: the local socket), at the engine's API version."""
+    """A client for the engine named by DOCKER_HOST (the viewer: its API filter), at the engine's API version."""
     try:
         return docker.from_env(version="auto", timeout=timeout)
     except _API_ERRORS as exc:
@@ -79,82 +75,88 @@ def connect(*, timeout: int = 30) -> docker.DockerClient:
         ) from exc
 
 
-def stack_from_container(attrs: Mapping[str, Any]) -> DockerStack:
-    """The stack a container belongs to, from its `docker inspect` data: its image, compose project, network and
-    the host side of its `/data`, `/imports` and `/secrets` mounts (or the secrets label), whatever folder compose
-    was started from."""
-    config = attrs.get("Config") or {}
-    labels: Mapping[str, str] = config.get("Labels") or {}
-    mounts = {m.get("Destination"): m for m in attrs.get("Mounts") or []}
-    data = mounts.get(DATA_DIR)
-    if data is None:
-        raise LaunchError("the viewer's container has no /data mount", hint="start the stack with compose.yaml")
-    data_source = data.get("Name") if data.get("Type") == "volume" else data.get("Source")
-    imports = mounts.get(IMPORTS_DIR, {}).get("Source")
-    secrets = mounts.get(SECRETS_DIR, {}).get("Source")
-    if secrets is None and SECRETS_LABEL in labels:
-        secrets = str(PurePosixPath(labels.get(COMPOSE_WORKDIR_LABEL, "/")) / labels[SECRETS_LABEL])
-    networks = sorted(((attrs.get("NetworkSettings") or {}).get("Networks") or {}).keys())
-    return DockerStack(
-        name=labels.get(COMPOSE_PROJECT_LABEL) or str(attrs.get("Name", "gmail-stats")).lstrip("/"),
-        image=str(config.get("Image")),
-        data=str(data_source),
-        imports=imports,
-        secrets=_normalise(secrets),
-        network=networks[0] if networks else None,
-    )
+def provision_runners(
+    client: docker.DockerClient, stack: DockerStack, *, environment: Mapping[str, str], requests_dir: str
+) -> Runners:
+    """Creates (not starts) the stack's import and scan runners, replacing stopped ones so they match this image;
+    a running one is left alone for the web process to own again. A scan runner whose secrets folder is missing is
+    skipped: imports never need it."""
+    names: dict[LaunchCommand, str | None] = {}
+    problem = None
+    for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
+        try:
+            spec = runner_spec(stack, command, environment=environment)
+            names[command] = _create_runner(client, spec)
+        except LaunchError as exc:
+            if command is LaunchCommand.IMPORT:
+                raise
+            names[command], problem = None, f"{exc} ({exc.hint})"
+    import_name = names[LaunchCommand.IMPORT]
+    assert import_name is not None
+    return Runners(import_name, names[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
 
 
-def _normalise(path: str | None) -> str | None:
-    return os.path.normpath(path) if path is not None else None
+def provision_own_stack(client: docker.DockerClient) -> Runners:
+    """`provision_runners` for the stack of the container this runs in (found by its hostname, the container id),
+    passing on the allow-listed tuning variables of its environment."""
+    try:
+        own = client.api.inspect_container(socket.gethostname())
+    except _API_ERRORS as exc:
+        raise LaunchError(
+            f"cannot find the viewer's own container: {exc}",
+            hint="GMAIL_STATS_LAUNCHER=docker works inside the compose stack; use `process` elsewhere",
+        ) from exc
+    stack = stack_from_container(own)
+    return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR)
+
+
+def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:
+    try:
+        if client.api.inspect_container(spec.name)["State"]["Running"]:
+            return spec.name
+        client.api.remove_container(spec.name, force=True)
+    except NotFound:
+        pass
+    except _API_ERRORS as exc:
+        raise LaunchError(f"cannot replace the runner {spec.name}: {exc}", hint=_engine_hint(exc)) from exc
+    try:
+        client.containers.create(**create_kwargs(spec))
+    except ImageNotFound as exc:
+        raise LaunchError(f"the ingester image {spec.image} is missing", hint="build it: docker compose build") from exc
+    except _API_ERRORS as exc:
+        raise LaunchError(f"cannot create the runner {spec.name}: {exc}", hint=_engine_hint(exc)) from exc
+    return spec.name
 
 
 class DockerLauncher:
-    """Launches, watches, cancels and removes the ingester containers of one stack."""
+    """Implements `viewer.launcher.Launcher` on the runners; a `Launched.handle` is `NAME@STARTED_AT`, one run."""
 
     @classmethod
     def from_settings(cls, settings: object) -> DockerLauncher:
-        """The launcher of the stack whose container this viewer runs in (found by its hostname, the container id);
-        the stack comes from that container, not from `settings`.
-
-        Allow-listed tuning variables of the viewer's own environment are passed on, as a child process would
-        inherit them from the process launcher.
-        """
-        client = connect()
+        """The launcher of the runners the entrypoint created (see `RUNNERS_FILE`); `settings` is not needed."""
         try:
-            own = client.containers.get(socket.gethostname())
-        except _API_ERRORS as exc:
-            client.close()
+            runners = Runners.from_json(RUNNERS_FILE.read_text())
+        except (OSError, ValueError, KeyError) as exc:
             raise LaunchError(
-                f"cannot find the viewer's own container: {exc}",
-                hint="GMAIL_STATS_LAUNCHER=docker works inside the compose stack; use `process` elsewhere",
+                f"no runner containers were created ({exc})",
+                hint="start the viewer with compose.yaml, which mounts the Docker socket for its entrypoint",
             ) from exc
-        return cls(
-            client,
-            stack_from_container(own.attrs),
-            environment=dict(os.environ),
-        )
+        return cls(connect(), runners)
 
-    def __init__(
-        self,
-        client: docker.DockerClient,
-        stack: DockerStack,
-        *,
-        environment: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, client: docker.DockerClient, runners: Runners, *, clock: Callable[[], float] = time.time):
         self._client = client
-        self._stack = stack
-        self._environment = dict(environment or {})
+        self._runners = runners
+        self._clock = clock
         self._lock = threading.Lock()
         self._finished_logs: dict[str, list[str]] = {}
         self._timers: list[threading.Timer] = []
 
     @property
-    def stack(self) -> DockerStack:
-        return self._stack
+    def runners(self) -> Runners:
+        return self._runners
 
     def close(self) -> None:
-        """Stops pending SIGKILL timers and closes the client (containers keep running; a new viewer adopts them)."""
+        """Stops pending SIGKILL timers and closes the client (a running runner goes on; a new viewer adopts it)."""
         with self._lock:
             timers, self._timers = self._timers, []
         for timer in timers:
@@ -162,82 +164,126 @@ class DockerLauncher:
             timer.join()
         self._client.close()
 
-    def launch(self, request: LaunchRequest) -> Launched:
-        spec = container_spec(self._stack, request, environment=self._environment)
-        try:
-            container = self._client.containers.create(**create_kwargs(spec))
-        except ImageNotFound as exc:
-            raise LaunchError(
-                f"the ingester image {spec.image} is missing", hint="build it: docker compose build"
-            ) from exc
-        except _API_ERRORS as exc:
-            raise LaunchError(f"cannot create the ingester container: {exc}", hint=_engine_hint(exc)) from exc
-        try:
-            container.start()
-        except _API_ERRORS as exc:
-            with _ignoring_api_errors():
-                container.remove(force=True)
-            raise LaunchError(f"cannot start the ingester container: {exc}", hint=_engine_hint(exc)) from exc
-        return Launched(handle=str(container.id), launch_token=request.launch_token)
+    def _request_path(self, command: LaunchCommand) -> Path:
+        return Path(self._runners.requests_dir) / f"{command}.json"
 
-    def _container(self, launched: Launched) -> Container | None:
+    def _state(self, name: str) -> dict[str, Any] | None:
         try:
-            return self._client.containers.get(launched.handle)
+            state: dict[str, Any] = self._client.api.inspect_container(name)["State"]
         except NotFound:
             return None
+        return state
+
+    def launch(self, request: LaunchRequest) -> Launched:
+        name = self._runners.name_for(request.command)
+        path = self._request_path(request.command)
+        with self._lock:
+            try:
+                state = self._state(name)
+                if state is None:
+                    raise LaunchError(f"the runner {name} is gone", hint="restart the viewer to create it again")
+                if state["Running"]:
+                    state = self._wait_stopped(name)  # the lock is free: its last run is only exiting
+                if state["Running"]:
+                    raise LaunchError(f"the runner {name} is still busy", hint="wait for its run to end")
+                _write_atomically(path, request_document(request, now=self._clock()))
+                self._client.api.start(name)
+                started = self._state(name)
+            except _API_ERRORS as exc:
+                path.unlink(missing_ok=True)
+                raise LaunchError(f"cannot start the runner {name}: {exc}", hint=_engine_hint(exc)) from exc
+            except OSError as exc:
+                raise LaunchError(f"cannot write the run request: {exc}", hint="check the requests volume") from exc
+        started_at = str((started or {}).get("StartedAt", ""))
+        return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
+
+    def _wait_stopped(self, name: str) -> dict[str, Any]:
+        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
+        while True:
+            state = self._state(name)
+            if state is None or not state["Running"] or time.monotonic() > deadline:
+                return state or {"Running": False}
+            time.sleep(0.1)
+
+    def _alive(self, handle: str) -> bool:
+        name, _, started_at = handle.partition("@")
+        state = self._state(name)
+        return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
 
     def is_alive(self, launched: Launched) -> bool:
-        container = self._container(launched)
-        return container is not None and container.status in _ALIVE_STATES
+        try:
+            return self._alive(launched.handle)
+        except _API_ERRORS:
+            return False
 
     def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
-        container = self._container(launched)
-        if container is None or container.status not in _ALIVE_STATES:
+        if not self.is_alive(launched):
             return
-        with _ignoring_api_errors():
-            container.kill(signal="SIGTERM")
-        timer = threading.Timer(grace_seconds, self._kill_if_alive, args=(launched,))
+        self._signal(launched, "SIGTERM")
+        timer = threading.Timer(grace_seconds, self._signal, args=(launched, "SIGKILL"))
         timer.daemon = True
         with self._lock:
             self._timers = [t for t in self._timers if t.is_alive()] + [timer]
         timer.start()
 
-    def _kill_if_alive(self, launched: Launched) -> None:
+    def _signal(self, launched: Launched, signal: str) -> None:
+        """Signals the runner only while it still runs this launch (not a later run of the same container)."""
         with _ignoring_api_errors():
-            if self.is_alive(launched):
-                container = self._container(launched)
-                if container is not None:
-                    container.kill(signal="SIGKILL")
+            if self._alive(launched.handle):
+                self._client.api.kill(launched.handle.partition("@")[0], signal=signal)
 
     def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
-        container = self._container(launched)
-        if container is None:
-            with self._lock:
-                return self._finished_logs.get(launched.handle, [])[-lines:]
-        return _tail(container, lines)
+        name, _, started_at = launched.handle.partition("@")
+        with self._lock:
+            kept = self._finished_logs.get(launched.handle)
+        if kept is not None:
+            return kept[-lines:]
+        try:
+            state = self._state(name)
+            if state is None or state["StartedAt"] != started_at:
+                return []
+            return self._logs(name, started_at, lines)
+        except _API_ERRORS:
+            return []
+
+    def _logs(self, name: str, started_at: str, lines: int) -> list[str]:
+        # A runner is restarted for every run, and its log spans them all: only this run's lines count.
+        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=started_unix(started_at))
+        return bytes(raw).decode("utf-8", errors="replace").splitlines()[-lines:]
 
     def adopt(self) -> list[Launched]:
-        running = self._client.containers.list(filters={"label": self._label_filters(), "status": "running"})
-        return [Launched(handle=str(c.id), launch_token=c.labels.get(TOKEN_LABEL, "")) for c in running]
+        """A runner still running from before this viewer started, with the token of the request that started it."""
+        adopted = []
+        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
+            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
+            with _ignoring_api_errors():
+                state = self._state(name) if name is not None else None
+                if state is None or not state["Running"]:
+                    continue
+                try:
+                    token = request_token(self._request_path(command).read_bytes())
+                except OSError:
+                    token = None
+                if token is not None:
+                    adopted.append(Launched(handle=f"{name}@{state['StartedAt']}", launch_token=token))
+        return adopted
 
     def reap(self) -> None:
-        """Removes this stack's finished ingester containers, keeping their last log lines for `log_tail`."""
-        for status in _FINISHED_STATES:
-            finished = self._client.containers.list(
-                all=True, filters={"label": self._label_filters(), "status": status}
-            )
-            for container in finished:
-                tail = _tail(container, LOG_TAIL_LINES)
-                with _ignoring_api_errors():
-                    container.remove()
-                with self._lock:
-                    self._finished_logs[str(container.id)] = tail
-
-    def _label_filters(self) -> list[str]:
-        return [f"{ROLE_LABEL}={INGESTER_ROLE}", f"{STACK_LABEL}={self._stack.name}"]
+        """For each stopped runner: keeps its last run's log lines for `log_tail` and deletes its spent request (a
+        runner started by anyone else then finds none and refuses to run)."""
+        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
+            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
+            with self._lock, _ignoring_api_errors():
+                state = self._state(name) if name is not None else None
+                if name is None or state is None or state["Running"]:
+                    continue
+                handle = f"{name}@{state['StartedAt']}"
+                if handle not in self._finished_logs and state["StartedAt"] != "0001-01-01T00:00:00Z":
+                    self._finished_logs[handle] = self._logs(name, state["StartedAt"], LOG_TAIL_LINES)
+                self._request_path(command).unlink(missing_ok=True)
 
     def wait_for_exit(self, launched: Launched, *, timeout: float) -> bool:
-        """Polls until the container has stopped (for tests and benchmarks); True if it did within `timeout`."""
+        """Polls until the run's container has stopped (for tests and benchmarks); True if it did within `timeout`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.is_alive(launched):
@@ -246,26 +292,29 @@ class DockerLauncher:
         return False
 
 
-def _tail(container: Container, lines: int) -> list[str]:
-    try:
-        raw = container.logs(stdout=True, stderr=True, tail=lines)
-    except _API_ERRORS:
-        return []
-    return raw.decode("utf-8", errors="replace").splitlines()[-lines:]
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Replaces the request file whole (readable by the runner, uid 10001 too), so a runner never reads half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
 
 
 def _engine_hint(exc: BaseException) -> str:
     text = str(exc)
     if "port is already allocated" in text or "address already in use" in text:
         return "the OAuth callback port is in use: is `make scan` running in a terminal?"
-    if "No such file or directory" in text or "mount" in text:
+    if "No such file or directory" in text or "mount" in text or "bind source path" in text:
         return "check the import and secrets folders in .env exist on the Docker host"
+    if "403" in text:
+        return "the Docker API filter refused the call"
     return "check `docker compose logs viewer` and that the Docker engine is running"
 
 
 @contextmanager
 def _ignoring_api_errors() -> Iterator[None]:
-    """Best-effort clean-up calls: the container may already be gone, or the engine busy."""
+    """Best-effort calls: the container may already be gone, or the engine busy."""
     try:
         yield
     except _API_ERRORS:

@@ -57,7 +57,8 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
     if request.command is LaunchCommand.IMPORT:
         if request.import_path is None:
             raise ValueError("an import needs import_path")
-        argv.append(str(import_dir.resolve() / request.import_path))
+        # The ingester re-checks the path: inside the folder, a regular file, no link followed on the way.
+        argv += [str(import_dir.resolve() / request.import_path), "--confine-to", str(import_dir.resolve())]
     if request.resume_run_id is not None:
         argv += ["--resume", str(int(request.resume_run_id))]
     argv.append("--quiet")

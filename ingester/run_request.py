@@ -1,0 +1,146 @@
+"""A viewer's run request, read as untrusted input: the `run-request KIND` command of a runner container, and the
+confinement of an import path to the import folder (`--confine-to`) that both launchers ask for.
+
+Nothing here trusts the viewer: the request has a strict schema, and an import path must name a regular file under
+the import folder reached without following any symbolic link (`O_NOFOLLOW` on every component).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from shared.errors import InputFileError, UsageError
+
+COMMAND = "run-request"
+REQUESTS_DIR = Path("/requests")
+IMPORTS_DIR = Path("/imports")
+REQUEST_VERSION = 1
+MAX_REQUEST_BYTES = 4096
+# A request is written just before its runner starts; an older one was left behind, never run again.
+MAX_REQUEST_AGE_SECONDS = 300.0
+_KEYS = frozenset({"version", "command", "import_path", "resume_run_id", "launch_token", "written_at"})
+_TOKEN = re.compile(r"^[0-9a-f]{32}$")
+_MAX_RUN_ID = 2**63 - 1
+_MAX_PATH = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    command: str  # "import" or "scan"
+    launch_token: str
+    import_path: str | None  # relative to the import folder, `/` separators
+    resume_run_id: int | None
+
+
+def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
+    """The request a runner of `kind` may run; raises `UsageError` on anything else."""
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"the run request is not JSON: {exc}") from exc
+    if not isinstance(document, dict) or set(document) != _KEYS:
+        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)}")
+    if document["version"] != REQUEST_VERSION or document["command"] != kind:
+        raise UsageError(f"this runner runs version {REQUEST_VERSION} `{kind}` requests only")
+    token = document["launch_token"]
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise UsageError("the run request's launch_token must be 32 lowercase hex digits")
+    written = document["written_at"]
+    if (
+        isinstance(written, bool)
+        or not isinstance(written, int | float)
+        or not -60 < now - written < MAX_REQUEST_AGE_SECONDS
+    ):
+        raise UsageError("the run request is stale (or from the future); the viewer writes a new one per launch")
+    resume = document["resume_run_id"]
+    if resume is not None and (
+        isinstance(resume, bool) or not isinstance(resume, int) or not 0 < resume <= _MAX_RUN_ID
+    ):
+        raise UsageError("the run request's resume_run_id must be a positive 64-bit run id or null")
+    path = document["import_path"]
+    if kind == "import":
+        if not isinstance(path, str) or not 0 < len(path) <= _MAX_PATH:
+            raise UsageError("an import request needs import_path, a path relative to the import folder")
+        _relative_parts(path)
+    elif path is not None:
+        raise UsageError("a scan request has no import_path")
+    return RunRequest(command=kind, launch_token=token, import_path=path, resume_run_id=resume)
+
+
+def _relative_parts(path: str) -> tuple[str, ...]:
+    """The plain components of a relative path; refuses absolute paths, `..`, `.`, empty parts and NUL."""
+    parts = tuple(path.split("/"))
+    if "\x00" in path or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise InputFileError(f"{path!r} is not a plain path inside the import folder")
+    return parts
+
+
+def confine(root: Path, path: Path) -> Path:
+    """`path`, which must lie under `root` lexically and be a regular file reached from `root` without following
+    any symbolic link; raises `InputFileError` otherwise. (`root` itself may be a link: it is configuration.)"""
+    try:
+        relative = PurePosixPath(path).relative_to(PurePosixPath(root))
+    except ValueError:
+        raise InputFileError(f"{path}: not inside the import folder {root}") from None
+    parts = _relative_parts(relative.as_posix())
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        for part in parts[:-1]:
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+        # O_NONBLOCK: a FIFO planted at the path must not hang the runner; O_NOFOLLOW: no link as the last part.
+        fds.append(os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1]))
+        info = os.fstat(fds[-1])
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot open it inside {root} without following a link ({exc.strerror})") from exc
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError(f"{path}: not a regular file")
+    return Path(root) / relative
+
+
+def _read_request(path: Path) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UsageError(f"no run request at {path}; runners are started by the viewer") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the run request {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise UsageError(f"{path} is not a regular file")
+        data = handle.read(MAX_REQUEST_BYTES + 1)
+    if len(data) > MAX_REQUEST_BYTES:
+        raise UsageError(f"the run request is larger than {MAX_REQUEST_BYTES} bytes")
+    return data
+
+
+def expand(
+    argv: Sequence[str],
+    *,
+    now: Callable[[], float],
+    requests_dir: Path = REQUESTS_DIR,
+    imports_dir: Path = IMPORTS_DIR,
+) -> list[str]:
+    """`run-request import|scan` becomes the command line its request asks for; any other argv is returned as is."""
+    if not argv or argv[0] != COMMAND:
+        return list(argv)
+    if len(argv) != 2 or argv[1] not in ("import", "scan"):
+        raise UsageError(f"usage: gmail-stats {COMMAND} import|scan")
+    kind = argv[1]
+    request = parse_request(_read_request(requests_dir / f"{kind}.json"), kind=kind, now=now())
+    command = [kind]
+    if request.import_path is not None:
+        target = confine(imports_dir, imports_dir / request.import_path)
+        command += [str(target), "--confine-to", str(imports_dir)]
+    if request.resume_run_id is not None:
+        command += ["--resume", str(request.resume_run_id)]
+    return [*command, "--launch-token", request.launch_token, "--quiet"]

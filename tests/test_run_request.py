@@ -1,0 +1,174 @@
+"""The ingester reads a viewer's run request as untrusted input, and refuses import paths that leave the import
+folder or follow a link on the way (the check-then-use race: it opens what it runs, with `O_NOFOLLOW`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ingester.run_request import confine, expand, parse_request
+from shared.errors import InputFileError, UsageError
+from tests.conftest import run_cli
+from tests.factories import generate_messages, write_mbox
+
+NOW = 1_800_000_000.0
+TOKEN = "0123456789abcdef" * 2
+
+
+def document(**changes: object) -> bytes:
+    base: dict[str, object] = {
+        "version": 1,
+        "command": "import",
+        "import_path": "Takeout/All mail.mbox",
+        "resume_run_id": None,
+        "launch_token": TOKEN,
+        "written_at": NOW - 1,
+    }
+    base.update(changes)
+    return json.dumps({k: v for k, v in base.items() if v != "DROP"}).encode()
+
+
+def test_a_good_request_parses() -> None:
+    request = parse_request(document(resume_run_id=7), kind="import", now=NOW)
+    assert (request.import_path, request.resume_run_id, request.launch_token) == ("Takeout/All mail.mbox", 7, TOKEN)
+    scan = parse_request(document(command="scan", import_path=None), kind="scan", now=NOW)
+    assert (scan.command, scan.import_path) == ("scan", None)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\xff\xfe",
+        b"[]",
+        document(extra=1),
+        document(version="DROP"),
+        document(version=2),
+        document(command="scan"),  # an import runner runs imports only
+        document(launch_token="ABC"),
+        document(launch_token=["x"]),
+        document(written_at=NOW - 3600),  # left behind long ago
+        document(written_at=NOW + 3600),
+        document(written_at=True),
+        document(resume_run_id=0),
+        document(resume_run_id=2**63),
+        document(resume_run_id=True),
+        document(resume_run_id="3"),
+        document(import_path=None),
+        document(import_path=""),
+        document(import_path="/etc/passwd"),
+        document(import_path="../x.mbox"),
+        document(import_path="a/./b.mbox"),
+        document(import_path="a//b.mbox"),
+        document(import_path="a\x00.mbox"),
+        document(import_path="x" * 2000),
+    ],
+)
+def test_anything_else_is_refused(data: bytes) -> None:
+    with pytest.raises((UsageError, InputFileError)):
+        parse_request(data, kind="import", now=NOW)
+
+
+def test_a_scan_request_carries_no_path() -> None:
+    with pytest.raises(UsageError):
+        parse_request(document(command="scan"), kind="scan", now=NOW)
+
+
+@pytest.fixture
+def imports(tmp_path: Path) -> Path:
+    root = tmp_path / "imports"
+    (root / "Takeout").mkdir(parents=True)
+    (root / "Takeout" / "a.mbox").write_bytes(b"From x Mon Jan  1 00:00:00 2024\n\n")
+    (tmp_path / "outside.mbox").write_bytes(b"From x Mon Jan  1 00:00:00 2024\n\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "a.mbox").write_bytes(b"From x Mon Jan  1 00:00:00 2024\n\n")
+    return root
+
+
+def test_a_plain_file_inside_is_confined_to_itself(imports: Path) -> None:
+    assert confine(imports, imports / "Takeout" / "a.mbox") == imports / "Takeout" / "a.mbox"
+
+
+@pytest.mark.parametrize("link_inside", [False, True])
+def test_a_link_as_the_last_part_is_refused_even_to_a_file_inside(imports: Path, link_inside: bool) -> None:
+    target = imports / "Takeout" / "a.mbox" if link_inside else imports.parent / "outside.mbox"
+    (imports / "link.mbox").symlink_to(target)
+    with pytest.raises(InputFileError, match="without following a link"):
+        confine(imports, imports / "link.mbox")
+
+
+def test_a_linked_folder_on_the_way_is_refused(imports: Path) -> None:
+    # The attack: the viewer checked `Takeout/a.mbox`, then `Takeout` became a link to another folder.
+    (imports / "Takeout").rename(imports / "Checked")
+    (imports / "Takeout").symlink_to(imports.parent / "elsewhere")
+    with pytest.raises(InputFileError):
+        confine(imports, imports / "Takeout" / "a.mbox")
+
+
+@pytest.mark.parametrize("path", ["../outside.mbox", "Takeout/../../outside.mbox", "/etc/passwd"])
+def test_paths_leaving_the_folder_are_refused(imports: Path, path: str) -> None:
+    with pytest.raises(InputFileError):
+        confine(imports, imports / path if not path.startswith("/") else Path(path))
+
+
+def test_a_fifo_or_a_folder_is_refused_without_hanging(imports: Path) -> None:
+    os.mkfifo(imports / "pipe.mbox")
+    with pytest.raises(InputFileError, match="not a regular file"):
+        confine(imports, imports / "pipe.mbox")
+    with pytest.raises(InputFileError, match="not a regular file"):
+        confine(imports, imports / "Takeout")
+
+
+def test_expand_turns_a_request_into_the_fixed_command_line(imports: Path, tmp_path: Path) -> None:
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    (requests / "import.json").write_bytes(document(import_path="Takeout/a.mbox", resume_run_id=4))
+    argv = expand(["run-request", "import"], now=lambda: NOW, requests_dir=requests, imports_dir=imports)
+    assert argv == [
+        "import",
+        str(imports / "Takeout" / "a.mbox"),
+        "--confine-to",
+        str(imports),
+        "--resume",
+        "4",
+        "--launch-token",
+        TOKEN,
+        "--quiet",
+    ]
+    (requests / "scan.json").write_bytes(document(command="scan", import_path=None))
+    assert expand(["run-request", "scan"], now=lambda: NOW, requests_dir=requests, imports_dir=imports) == [
+        "scan",
+        "--launch-token",
+        TOKEN,
+        "--quiet",
+    ]
+    assert expand(["runs", "--json"], now=lambda: NOW) == ["runs", "--json"]
+    for bad in (["run-request"], ["run-request", "export"], ["run-request", "scan", "x"]):
+        with pytest.raises(UsageError):
+            expand(bad, now=lambda: NOW, requests_dir=requests, imports_dir=imports)
+    (requests / "scan.json").unlink()
+    (requests / "scan.json").symlink_to(requests / "import.json")
+    with pytest.raises(UsageError):
+        expand(["run-request", "scan"], now=lambda: NOW, requests_dir=requests, imports_dir=imports)
+
+
+def test_the_cli_refuses_a_link_out_of_the_folder_before_creating_the_database(tmp_path: Path) -> None:
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    write_mbox(tmp_path / "secret.mbox", generate_messages(count=3, body_bytes=50))
+    (imports / "a.mbox").symlink_to(tmp_path / "secret.mbox")
+    db = tmp_path / "stats.db"
+    result = run_cli("import", imports / "a.mbox", "--confine-to", imports, GMAIL_STATS_DB=str(db))
+    assert result.returncode == 1 and "without following a link" in result.stderr, result.stderr
+    assert not db.exists()
+    write_mbox(imports / "b.mbox", generate_messages(count=3, body_bytes=50))
+    token = "f" * 32
+    done = run_cli(
+        "import", imports / "b.mbox", "--confine-to", imports, "--launch-token", token, GMAIL_STATS_DB=str(db)
+    )
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(run_cli("runs", "--json", GMAIL_STATS_DB=str(db)).stdout)
+    assert [(r["state"], r["messages_new"], r["mbox_path"]) for r in listed] == [("done", 3, str(imports / "b.mbox"))]
