@@ -311,7 +311,8 @@ def test_the_entry_point_serves_and_stops_on_sigint(tmp_path: Path, db_path: Pat
 
         def answer() -> dict[str, Any] | None:
             try:
-                return httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).json()  # type: ignore[no-any-return]
+                status: dict[str, Any] = httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).json()
+                return status
             except httpx.HTTPError:
                 return None
 
