@@ -33,7 +33,7 @@ fmt: $(DEV)
 	$(BIN)/ruff format shared ingester viewer tests bench tools && $(BIN)/ruff check --fix shared ingester viewer tests bench tools
 
 check: $(DEV)
-	$(BIN)/ruff format --check shared ingester viewer tests bench tools && $(BIN)/ruff check shared ingester viewer tests bench tools && $(BIN)/mypy shared ingester viewer bench tools
+	$(BIN)/ruff format --check shared ingester viewer tests bench tools && $(BIN)/ruff check shared ingester viewer tests bench tools && $(BIN)/mypy shared ingester viewer bench tools tests
 
 test: $(DEV)
 	$(BIN)/pytest
