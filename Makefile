@@ -10,7 +10,7 @@ RESUME ?=
 # `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run.
 RESUME_FLAG = $(if $(RESUME),--resume $(RESUME))
 
-.PHONY: install install-dev lock docs fmt check test bench up down logs scan import
+.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import
 
 install: $(RUNTIME)
 	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
@@ -41,7 +41,12 @@ test: $(DEV)
 bench: $(DEV)
 	$(BIN)/python -m bench
 
-up:
+# The containers' user (uid 10001) writes the token cache into ./secrets: a root container hands it the folder, keeping
+# your group's access (mode 2770), so no `sudo chown` is needed. Docker Desktop maps ownership itself.
+secrets:
+	@mkdir -p secrets && docker compose run --rm --no-deps --user 0:0 --cap-add CHOWN --cap-add FOWNER --entrypoint sh ingester -c "chown 10001:$$(id -g) /secrets && chmod 2770 /secrets" || echo "make secrets: could not give secrets/ to uid 10001; the scan may not save its token" >&2
+
+up: secrets
 	docker compose up --build -d && echo "gmail-stats viewer: http://127.0.0.1:7878"
 
 down:
@@ -50,7 +55,7 @@ down:
 logs:
 	docker compose logs -f
 
-scan:
+scan: secrets
 	docker compose run --rm --service-ports ingester scan $(RESUME_FLAG)
 
 import:
