@@ -99,7 +99,7 @@ class _Backfill:
         warnings = self.fetcher.drain_warnings()
         with self.engine.begin() as conn:
             for meta in outcome.messages:
-                record = metadata_record(meta)
+                record = metadata_record(meta, now=self.clock(), warnings=warnings)
                 mail_id = by_gmail.get(meta.gmail_id, meta.gmail_id)
                 fill_scan_row(conn, record._replace(mail_id=mail_id))
                 if record.rfc_message_id is None:

@@ -1,4 +1,4 @@
-"""Gmail API metadata → `MailRecord`, by the same sender rules as the Takeout import. Pure."""
+"""Gmail API metadata → `MailRecord`, by the same sender rules as the Takeout import. Pure; never raises."""
 
 from __future__ import annotations
 
@@ -6,24 +6,36 @@ from ingester.gmail import MessageMeta
 from ingester.headers import parse_date
 from ingester.records import MailRecord
 from shared.normalize import is_excluded, is_unread, normalize_message_id, parse_sender
+from shared.timeutil import plausible_unix
 
 
-def record_from_meta(meta: MessageMeta) -> MailRecord | None:
+def record_from_meta(
+    meta: MessageMeta, *, now: float | None = None, warnings: list[str] | None = None
+) -> MailRecord | None:
     """The record to count, or None when the labels exclude it (spam, trash, chat), as the import does."""
     if is_excluded(meta.label_ids, include_spam_trash=False):
         return None
-    return metadata_record(meta)
+    return metadata_record(meta, now=now, warnings=warnings)
 
 
-def metadata_record(meta: MessageMeta) -> MailRecord:
-    """The record of a message whatever its labels (the backfill needs headers of every scanned row)."""
+def metadata_record(meta: MessageMeta, *, now: float | None = None, warnings: list[str] | None = None) -> MailRecord:
+    """The record of a message whatever its labels (the backfill needs headers of every scanned row).
+
+    What was odd (an undecodable sender, an implausible Date) goes to `warnings`; the message is counted anyway.
+    A Date header that is unreadable or implausible (see `plausible_unix`) gives way to Gmail's own date.
+    """
     raw_sender = meta.header("From") or meta.header("Sender") or meta.header("Return-Path")
     identity = parse_sender(raw_sender) if raw_sender else None
+    if identity is not None and identity.problem is not None and warnings is not None:
+        warnings.append(f"message {meta.gmail_id}: sender header: {identity.problem}; counted as is")
     raw_id = meta.header("Message-ID")
     message_id = normalize_message_id(raw_id) if raw_id else None
-    date_unix = parse_date(meta.header("Date"))
+    date_header = meta.header("Date")
+    date_unix = plausible_unix(parse_date(date_header), now=now)
     if date_unix is None and meta.internal_date_ms is not None:
-        date_unix = meta.internal_date_ms // 1000
+        if date_header is not None and warnings is not None:
+            warnings.append(f"message {meta.gmail_id}: Date header unreadable or implausible; Gmail's date used")
+        date_unix = plausible_unix(meta.internal_date_ms // 1000, now=now)
     return MailRecord(
         mail_id=meta.gmail_id,
         rfc_message_id=message_id,

@@ -10,12 +10,18 @@ import re
 from dataclasses import dataclass
 from email.utils import parsedate_tz
 
+from shared.timeutil import EARLIEST_PLAUSIBLE_UNIX, plausible_unix
+
 _WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
 # Matched against b"\n" + block: a wanted name at a line start, optional blanks, the colon, the rest of the line.
 # The leading literal lets the regex engine skip from newline to newline in C.
 _WANTED_LINE = re.compile(rb"\n(" + b"|".join(re.escape(n) for n in _WANTED) + rb")[ \t]*:([^\n]*)", re.IGNORECASE)
 _CONTINUATION = re.compile(rb"(?:\n[ \t][^\n]*)+")
+
+
+# A wanted header value longer than this (unfolded) keeps only its first and last halves; real ones are < 1 KB.
+VALUE_CAP_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +36,7 @@ class HeaderFields:
     date: str | None = None
     gmail_labels: str | None = None
     list_unsubscribe: str | None = None
+    oversized: bool = False  # a wanted header was longer than `VALUE_CAP_BYTES`: only its two ends were read
 
 
 def _has_valid_line(block: bytes) -> bool:
@@ -49,6 +56,18 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")  # maps every byte: undecodable input never drops a message
 
 
+def _unfold(framed: bytes, start: int, end: int) -> tuple[bytes, bool]:
+    """The value in `framed[start:end]` unfolded, and whether it was cut to its two ends (`VALUE_CAP_BYTES`)."""
+    cut = end - start > VALUE_CAP_BYTES
+    if cut:
+        # Bounded work and memory per header, whatever its size; an address in <...> is usually at its end.
+        raw = framed[start : start + VALUE_CAP_BYTES // 2] + b" " + framed[end - VALUE_CAP_BYTES // 2 : end]
+    else:
+        raw = framed[start:end]
+    # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
+    return raw.replace(b"\n", b""), cut
+
+
 def parse_header_block(block: bytes) -> HeaderFields:
     newline = block.find(b"\n")
     first_line = block if newline == -1 else block[:newline]
@@ -56,19 +75,21 @@ def parse_header_block(block: bytes) -> HeaderFields:
         return HeaderFields(has_valid_line=False)
     framed = b"\n" + block
     values: list[str | None] = [None] * len(_WANTED)
+    oversized = False
     for match in _WANTED_LINE.finditer(framed):
         slot = _SLOT[match.group(1).lower()]
         if values[slot] is not None:
             continue
         raw = match.group(2)
         folded = _CONTINUATION.match(framed, match.end())
-        if folded is not None:
-            # RFC 5322 section 2.2.3: unfolding removes each line break that precedes whitespace.
-            raw += folded.group().replace(b"\n", b"")
+        if folded is not None or len(raw) > VALUE_CAP_BYTES:
+            raw, cut = _unfold(framed, match.start(2), match.end() if folded is None else folded.end())
+            oversized = oversized or cut
         value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
         if value:
             values[slot] = value
-    return HeaderFields(True, *values)
+    from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe = values
+    return HeaderFields(True, from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe, oversized)
 
 
 MONTHS = {
@@ -80,8 +101,15 @@ _COMMON_DATE = re.compile(
 )
 
 
+# A Date header is ~40 characters; beyond this it is noise, and `parsedate_tz` splits the whole text.
+_DATE_LIMIT = 256
+
+
 def parse_date(value: str | None) -> int | None:
-    """Unix seconds of an RFC 5322 date, or None when it cannot be read."""
+    """Unix seconds of an RFC 5322 date, or None when it cannot be read or lies before 1971 (never 0 or less).
+
+    The upper bound needs a clock: callers apply `plausible_unix` with theirs.
+    """
     if not value:
         return None
     match = _COMMON_DATE.match(value)
@@ -94,11 +122,16 @@ def parse_date(value: str | None) -> int | None:
                 base = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second or 0)))
             except (ValueError, OverflowError):
                 return None
-            return base - offset
+            date_unix = base - offset
+            return date_unix if date_unix >= EARLIEST_PLAUSIBLE_UNIX else None
+    return plausible_unix(_stdlib_date(value[:_DATE_LIMIT]), now=None)
+
+
+def _stdlib_date(value: str) -> int | None:
     try:
         parsed = parsedate_tz(value)
         if parsed is None:
             return None
         return calendar.timegm(parsed[:6]) - (parsed[9] or 0)
-    except (ValueError, OverflowError, TypeError, IndexError):
+    except Exception:  # the stdlib parser's failure modes vary by version; any of them means unreadable
         return None

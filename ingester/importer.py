@@ -16,13 +16,13 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from ingester import mbox
 from ingester.parse_pool import parse_in_order
 from ingester.records import MailRecord
 from ingester.report import Reporter
 from ingester.segments import plan_segments
 from ingester.store import count_batch
 from shared.errors import InputFileError, RunNotFoundError
+from shared.mbox_format import sniff_mbox
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
@@ -66,13 +66,12 @@ def check_mbox_path(path: Path) -> os.stat_result:
         raise InputFileError(f"{path}: not a regular file; give the .mbox file itself, not a folder")
     try:
         with path.open("rb") as handle:
-            head = handle.read(mbox.SNIFF_BYTES)
+            sniffed = sniff_mbox(handle)
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from exc
-    if not mbox.looks_like_mbox(head):
+    if sniffed.problem is not None:
         raise InputFileError(
-            f"{path}: not an mbox file (no 'From ' separator line in its first 64 KiB); "
-            "export Mail from takeout.google.com in mbox format"
+            f"{path}: not an mbox file ({sniffed.reason}); export Mail from takeout.google.com in mbox format"
         )
     return info
 
@@ -189,7 +188,11 @@ class _Importer:
     def _consume(self, run_id: int, offset: int, size: int, tally: _Tally) -> bool:
         """Counts regions from `offset` to the end; returns True when stopped by a cancel request."""
         tasks = plan_segments(
-            self.request.path, start=offset, size=size, include_spam_trash=self.request.include_spam_trash
+            self.request.path,
+            start=offset,
+            size=size,
+            include_spam_trash=self.request.include_spam_trash,
+            now=self.clock(),
         )
         done = offset
         batch: list[MailRecord] = []

@@ -1,31 +1,27 @@
-"""Streaming framing of a Takeout mbox into message regions, with flat memory; no header semantics here.
+"""Streaming framing of an mbox into message regions, with flat memory and linear time; no header semantics here.
 
-A separator is a line `From <envelope> <asctime date ending in a 4-digit year>`; any other line (`>From`,
-`From here on, ...`) is body. Only each region's header block is ever held, never a whole message.
+A separator is a line `shared.mbox_format.SEPARATOR` accepts; any other line (`>From`, `From here on, ...`) is
+body, except a suspect one (`SUSPECT_SEPARATOR` after a blank line): it starts a region that is not counted, so
+it is reported instead of silently merged. Only each region's header block is ever held, never a whole message.
 """
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from ingester.headers import MONTHS
+from shared.mbox_format import SEPARATOR, SEPARATOR_WINDOW, SUSPECT_SEPARATOR, separator_date
 
 CHUNK_BYTES = 1024 * 1024
 # A header block longer than this is truncated (framing is unaffected); Takeout header blocks are a few KB.
 HEADER_CAP_BYTES = 4 * 1024 * 1024
-# Separator lines are short; a candidate line is judged within this many bytes.
-SEPARATOR_WINDOW = 2048
-SNIFF_BYTES = 64 * 1024
-
-SEPARATOR = re.compile(
-    rb"From (\S+) +[A-Za-z]{3} +([A-Za-z]{3}) +(\d{1,2}) +(\d{1,2}):(\d{2})(?::(\d{2}))?"
-    rb" +(?:([+-])(\d{2})(\d{2}) +)?(\d{4})[ \t]*\r?(?=\n|\Z)"
-)
-_BLANK_LINE = re.compile(rb"\n\r?\n")
+# The window keeps this many bytes before any position it is asked to keep: enough to see a blank line ending
+# just before a candidate separator (`\n\r\n`).
+_BEHIND = 3
+# The end of a header block: a blank line, or a line starting with `From ` (maybe a separator).
+_HEADER_END = re.compile(rb"\n\r?\n|\nFrom ")
 _NEEDLE = b"\nFrom "
 
 
@@ -39,7 +35,7 @@ class Postmark:
     @property
     def date_unix(self) -> int | None:
         match = SEPARATOR.match(self.line)
-        return _postmark_date(match) if match is not None else None
+        return separator_date(match) if match is not None else None
 
     @property
     def gmail_id(self) -> str | None:
@@ -52,12 +48,14 @@ class Postmark:
 
 @dataclass(frozen=True, slots=True)
 class Region:
-    """Bytes `[start, end)` of the file: a message (with `postmark`) or a preamble before the first separator."""
+    """Bytes `[start, end)` of the file: a message (with `postmark`), or (without) text before the first
+    separator or, when `suspect`, from a line that looks like a separator of an unknown shape."""
 
     start: int
     end: int
     postmark: Postmark | None
     header_block: bytes
+    suspect: bool = False
 
     @property
     def size(self) -> int:
@@ -68,37 +66,11 @@ class Region:
 class _Separator:
     start: int
     header_start: int
-    postmark: Postmark
-
-
-def _postmark_date(match: re.Match[bytes]) -> int | None:
-    _envelope, mon, day, hour, minute, second, sign, zh, zm, year = match.groups()
-    month = MONTHS.get(mon.decode("ascii").lower())
-    if month is None:
-        return None
-    try:
-        date_unix = calendar.timegm((int(year), month, int(day), int(hour), int(minute), int(second or 0)))
-    except (ValueError, OverflowError):
-        return None
-    if sign is not None:
-        date_unix -= (int(zh) * 3600 + int(zm) * 60) * (1 if sign == b"+" else -1)
-    return date_unix
+    postmark: Postmark | None  # None: a suspect line
 
 
 def parse_postmark(match: re.Match[bytes]) -> Postmark:
     return Postmark(envelope=match.group(1), line=match.group(0))
-
-
-def looks_like_mbox(head: bytes) -> bool:
-    """True when a separator line starts the sample or any line in it."""
-    pos = 0
-    while pos != -1:
-        match = SEPARATOR.match(head, pos, pos + SEPARATOR_WINDOW)
-        if match is not None and (match.end() < len(head) or len(head) < SNIFF_BYTES):
-            return True
-        hit = head.find(_NEEDLE, pos)
-        pos = -1 if hit == -1 else hit + 1
-    return False
 
 
 class _Window:
@@ -117,11 +89,11 @@ class _Window:
         return self.base + len(self.data)
 
     def fill(self, keep_from: int) -> None:
-        """Drops the bytes before `keep_from` and appends one more chunk (sets `eof` when there is none)."""
+        """Drops the bytes before `keep_from` (less `_BEHIND`) and appends a chunk (sets `eof` when there is none)."""
         more = self.stream.read(self.chunk)
         if not more:
             self.eof = True
-        keep_from = max(keep_from, self.base)
+        keep_from = max(keep_from - _BEHIND, self.base)
         self.data = self.data[keep_from - self.base :] + more
         self.base = keep_from
 
@@ -133,14 +105,30 @@ class _Window:
         return self.data[start - self.base : stop - self.base]
 
 
+def _blank_before(window: _Window, line_start: int) -> bool:
+    """Whether the line starting at `line_start` follows an empty line or starts the file."""
+    if line_start <= 1:
+        return True
+    rel = line_start - window.base
+    before = window.data[max(rel - 3, 0) : rel]
+    return before.endswith((b"\n\n", b"\n\r\n")) or (line_start == 2 and before == b"\r\n")
+
+
 def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separator | None:
-    """The separator whose line starts at `line_start` (already known to be a line start), if it is one."""
+    """The separator (or suspect line) starting at `line_start` (already known to be a line start), if any.
+
+    Judged on the bytes from 3 before the line to `SEPARATOR_WINDOW` after its start only, so that every
+    segment of a file reaches the same verdict on the same line.
+    """
     if window.base + len(window.data) < line_start + SEPARATOR_WINDOW:
-        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)
+        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)  # keeps `_BEHIND` bytes before it
     rel = line_start - window.base
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
     if match is None:
+        if SUSPECT_SEPARATOR.match(window.data, rel, limit) is not None and _blank_before(window, line_start):
+            line_end = window.data.find(b"\n", rel, limit)  # the pattern spans a newline
+            return _Separator(line_start, window.base + line_end + 1, None)
         return None
     # The lookahead accepts the window's edge as an end of line; that is only true at the end of the file.
     if match.end() == limit and not (window.eof and limit == len(window.data)):
@@ -150,59 +138,55 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
     return _Separator(line_start, header_start, parse_postmark(match))
 
 
-def _next_separator(
-    window: _Window, pos: int, *, stop: int | None = None, keep_from: int | None = None
-) -> _Separator | None:
-    """The first separator whose line starts after a newline at an offset in `[pos, stop)`.
-
-    Bytes before `keep_from` (default: wherever the search has got to) may be dropped from the window.
-    """
+def _next_separator(window: _Window, pos: int) -> _Separator | None:
+    """The first separator (or suspect line) starting after a newline at an offset `>= pos`."""
     while True:
         base = window.base
-        lo = max(pos - 1 - base, 0)
-        hi = len(window.data) if stop is None else min(len(window.data), stop - 1 - base + len(_NEEDLE))
-        hit = window.data.find(_NEEDLE, lo, hi)
+        hit = window.data.find(_NEEDLE, max(pos - 1 - base, 0))
         if hit != -1:
             line_start = base + hit + 1
-            pin = line_start - 1 if keep_from is None else keep_from
-            found = _separator_at(window, line_start, keep_from=pin)
+            found = _separator_at(window, line_start, keep_from=line_start - 1)
             if found is not None:
                 return found
             pos = line_start + 1
             continue
-        if stop is not None and stop - 1 - base + len(_NEEDLE) <= len(window.data):
-            return None
         if window.eof:
             return None
         # A needle cut by the window's end starts at or after this offset.
         pos = max(pos, window.end - len(_NEEDLE) + 2)
-        window.fill(pos - 1 if keep_from is None else keep_from)
+        window.fill(pos - 1)
 
 
 def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | None]:
-    """The header block after `sep` up to its blank line, and a separator found inside it, if any."""
+    """The header block after `sep` up to its blank line, or up to a separator that comes first (then returned).
+
+    One forward scan: each byte is searched once, so a run of separators with nothing between them, or header
+    blocks without a blank line, cost linear time.
+    """
     start = sep.header_start
+    if window.base + len(window.data) < start + 2:
+        window.ensure(start + 2, keep_from=start)
+    rel = start - window.base
+    if window.data.startswith(b"\n", rel) or window.data.startswith(b"\r\n", rel):
+        return b"", None
+    cap = start + HEADER_CAP_BYTES
+    scan_from = start - 1  # a `\nFrom ` may begin with the separator line's own newline
     while True:
-        if window.base + len(window.data) < start + 2:
-            window.ensure(start + 2, keep_from=start)
-        rel = start - window.base
-        if window.data.startswith(b"\n", rel) or window.data.startswith(b"\r\n", rel):
-            return b"", None
-        blank = _BLANK_LINE.search(window.data, rel, rel + HEADER_CAP_BYTES)
-        if blank is None and not window.eof and len(window.data) - rel < HEADER_CAP_BYTES:
+        base = window.base
+        found = _HEADER_END.search(window.data, scan_from - base, min(len(window.data), cap - base))
+        if found is None:
+            if window.eof or window.end >= cap:
+                return window.slice(start, min(window.end, cap)), None
+            scan_from = max(scan_from, window.end - len(_NEEDLE))  # a match cut by the window's end
             window.fill(start)
             continue
-        if blank is not None:
-            stop = window.base + blank.start() + 1
-        else:
-            stop = window.base + min(rel + HEADER_CAP_BYTES, len(window.data))
-        break
-    # Almost always no "\nFrom " at all inside a header block: check that in C before the general search.
-    lo = start - 1 - window.base
-    if window.data.find(_NEEDLE, max(lo, 0), stop - 1 - window.base + len(_NEEDLE)) == -1:
-        return window.slice(start, stop), None
-    inner = _next_separator(window, start, stop=stop, keep_from=start)
-    return window.slice(start, inner.start if inner is not None else stop), inner
+        if found.group() != _NEEDLE:
+            return window.slice(start, base + found.start() + 1), None
+        line_start = base + found.start() + 1
+        inner = _separator_at(window, line_start, keep_from=start)
+        if inner is not None:
+            return window.slice(start, line_start), inner
+        scan_from = line_start
 
 
 def _file_size(stream: BinaryIO) -> int:
@@ -239,10 +223,10 @@ def iter_regions(
     exactly, which is what lets segments of one file be parsed in parallel.
     """
     if align and start > 0:
-        window = _Window(stream, start - 1, chunk)
+        window = _Window(stream, max(start - 1 - _BEHIND, 0), chunk)
         current = _next_separator(window, start)
     else:
-        window = _Window(stream, start, chunk)
+        window = _Window(stream, max(start - _BEHIND, 0), chunk)
         current = _separator_at(window, start, keep_from=start) or _next_separator(window, start + 1)
         preamble_end = current.start if current is not None else _file_size(stream)
         if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
@@ -252,5 +236,5 @@ def iter_regions(
         if following is None:
             following = _next_separator(window, current.header_start + len(header))
         end = following.start if following is not None else window.end
-        yield Region(current.start, end, current.postmark, header)
+        yield Region(current.start, end, current.postmark, header, current.postmark is None)
         current = following

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# The key prefix of a Takeout message without Message-ID: its Gmail id (hex) from the separator line.
+GMAIL_ID_KEY = "gid:"
+
 
 class MailRecord(NamedTuple):
     """Metadata of one message; never a subject, body or recipient.
 
-    `mail_id` is the dedupe key (`mid:<Message-ID>`, `hdr:<sha256>`, or a bare Gmail id); `gmail_id` is the
-    Gmail API id when known (for an mbox message, from its Takeout postmark). A NamedTuple rather than a
-    dataclass because records cross a process boundary in bulk, and tuples pickle several times faster.
+    `mail_id` is the dedupe key (`mid:<Message-ID>`; `gid:<Gmail id>` from a Takeout separator; `hdr:<sha256>`
+    for other mbox files; a bare Gmail id from the API); `gmail_id` is the Gmail API id when known (for an mbox
+    message, from its Takeout postmark). A NamedTuple rather than a dataclass because records cross a process
+    boundary in bulk, and tuples pickle several times faster.
     """
 
     mail_id: str

@@ -12,8 +12,12 @@ from ingester import mbox
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region
 
-# Small enough that a worker holds little (records of one segment), large enough that IPC and commits are rare.
-SEGMENT_BYTES = 4 * 1024 * 1024
+# Small enough that a worker holds little (records of one segment: up to ~20,000 when messages are nothing but a
+# separator and a header line), large enough that IPC is rare.
+SEGMENT_BYTES = 1024 * 1024
+# Reads of a quarter segment: the last region runs past the segment's end, and reading a whole segment's worth
+# more just to find the next separator would double the bytes copied.
+READ_BYTES = SEGMENT_BYTES // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +27,7 @@ class SegmentTask:
     stop: int | None
     first: bool
     include_spam_trash: bool
+    now: float | None = None  # dates after a day past this are implausible
 
 
 @dataclass(slots=True)
@@ -39,7 +44,13 @@ class SegmentResult:
 
 
 def plan_segments(
-    path: Path, *, start: int, size: int, include_spam_trash: bool, segment_bytes: int = SEGMENT_BYTES
+    path: Path,
+    *,
+    start: int,
+    size: int,
+    include_spam_trash: bool,
+    segment_bytes: int = SEGMENT_BYTES,
+    now: float | None = None,
 ) -> list[SegmentTask]:
     """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned.
 
@@ -48,17 +59,29 @@ def plan_segments(
     bounds = list(range(start, size, segment_bytes)) or [start]
     last = len(bounds) - 1
     return [
-        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash)
+        SegmentTask(str(path), a, None if i == last else a + segment_bytes, i == 0, include_spam_trash, now)
         for i, a in enumerate(bounds)
     ]
+
+
+def _why_skipped(region: mbox.Region) -> str:
+    if region.suspect:
+        return "a line that looks like a separator of an unknown shape starts a message that is not counted"
+    if region.postmark is None:
+        return "no valid header line (text before the first separator line)"
+    return "no valid header line"
 
 
 def parse_segment(task: SegmentTask) -> SegmentResult:
     result = SegmentResult(start=task.start)
     records = result.records
     with open(task.path, "rb", buffering=0) as stream:
-        for region in mbox.iter_regions(stream, start=task.start, stop=task.stop, align=not task.first):
-            verdict = judge_region(region, include_spam_trash=task.include_spam_trash)
+        for region in mbox.iter_regions(
+            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES
+        ):
+            verdict = judge_region(
+                region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
+            )
             if type(verdict) is MailRecord:
                 records.append(verdict)
                 result.seen += 1
@@ -67,6 +90,6 @@ def parse_segment(task: SegmentTask) -> SegmentResult:
                 result.seen += 1
             else:
                 result.skipped += 1
-                result.warnings.append(f"skipped bytes {region.start}-{region.end}: no valid header line")
+                result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
             result.end = region.end
     return result

@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from ingester.records import MailRecord
+from ingester.records import GMAIL_ID_KEY, MailRecord
 from shared.models import Source
+
+CHUNK_RECORDS = 5000
 
 _INSERT_SEEN = (
     "INSERT INTO seen_mails (mail_id, rfc_message_id, gmail_id, sender, date_unix, size_bytes, labels, unread,"
@@ -90,6 +92,23 @@ def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_o
     return {row[0] for row in conn.exec_driver_sql(sql, (json.dumps(wanted),))}
 
 
+def _imported_before_gid_keys(conn: Connection, records: Sequence[MailRecord]) -> set[str]:
+    """`gid:` keys whose message an older import recorded under a header hash (same Gmail id, source mbox).
+
+    Before Takeout messages without Message-ID were keyed by their Gmail id they were keyed by a hash of their
+    headers; re-importing such a file must still add nothing.
+    """
+    wanted = {r.gmail_id: r.mail_id for r in records if r.gmail_id and r.mail_id.startswith(GMAIL_ID_KEY)}
+    if not wanted:
+        return set()
+    sql = (
+        "SELECT gmail_id FROM seen_mails WHERE gmail_id IN (SELECT value FROM json_each(?))"
+        " AND source = ? AND mail_id LIKE 'hdr:%'"
+    )
+    rows = conn.exec_driver_sql(sql, (json.dumps(list(wanted)), str(Source.MBOX)))
+    return {wanted[row[0]] for row in rows}
+
+
 def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Source, run_id: int) -> BatchOutcome:
     """Records every message not seen before and adds the counted ones to `senders`.
 
@@ -99,12 +118,19 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     """
     if not records:
         return BatchOutcome(0, 0)
+    if len(records) > CHUNK_RECORDS:  # bounded memory for the lookups below, however many records come at once
+        outcomes = [
+            count_batch(conn, records[i : i + CHUNK_RECORDS], source=source, run_id=run_id)
+            for i in range(0, len(records), CHUNK_RECORDS)
+        ]
+        return BatchOutcome(sum(o.new for o in outcomes), sum(o.duplicates for o in outcomes))
     known_ids = _existing(conn, "mail_id", (r.mail_id for r in records))
+    known_ids |= _imported_before_gid_keys(conn, records)
     counted_rfc = _existing(
         conn, "rfc_message_id", (r.rfc_message_id for r in records if r.rfc_message_id), counted_only=True
     )
-    # The Gmail id links sources only: an API row's `mail_id` is the bare id, and an mbox row keeps the id its
-    # postmark gave in `gmail_id`. Within one source it proves nothing (a Takeout postmark may not be unique).
+    # The Gmail id links sources here: an API row's `mail_id` is the bare id, and an mbox row keeps the id its
+    # postmark gave in `gmail_id`. Within the import it is the key itself (`gid:`) only when there is no Message-ID.
     gmail_ids = [r.gmail_id for r in records if r.gmail_id]
     counted_gmail: set[str] = set()
     if gmail_ids:

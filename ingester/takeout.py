@@ -9,15 +9,18 @@ from functools import lru_cache
 
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
-from ingester.records import MailRecord
+from ingester.records import GMAIL_ID_KEY, MailRecord
 from shared.normalize import (
+    ADDRESS_PARSE_LIMIT,
     SenderIdentity,
+    cached_sender,
     is_excluded,
     is_unread,
     normalize_message_id,
     parse_labels,
     parse_sender,
 )
+from shared.timeutil import FUTURE_SLACK_SECONDS, plausible_unix
 
 NOBODY = SenderIdentity(key="", display_name="")
 
@@ -37,9 +40,19 @@ class LabelFacts:
     unread: bool
 
 
-@lru_cache(maxsize=4096)
 def label_facts(value: str | None) -> LabelFacts:
     """What an `X-Gmail-Labels` value means for counting; cached, as a mailbox has few distinct label sets."""
+    if value is not None and len(value) > ADDRESS_PARSE_LIMIT:
+        return _label_facts(value)  # a hostile megabyte of labels must not sit in the cache
+    return _cached_label_facts(value)
+
+
+@lru_cache(maxsize=4096)
+def _cached_label_facts(value: str | None) -> LabelFacts:
+    return _label_facts(value)
+
+
+def _label_facts(value: str | None) -> LabelFacts:
     labels = parse_labels(value) if value else ()
     return LabelFacts(
         joined=",".join(labels),
@@ -49,32 +62,56 @@ def label_facts(value: str | None) -> LabelFacts:
     )
 
 
-def judge_region(region: Region, *, include_spam_trash: bool) -> MailRecord | Skip:
-    """The record to count, or why the region is not counted."""
+def judge_region(
+    region: Region, *, include_spam_trash: bool, warnings: list[str], now: float | None = None
+) -> MailRecord | Skip:
+    """The record to count, or why the region is not counted; appends what was odd to `warnings`.
+
+    A date is kept only when plausible (`plausible_unix` against `now`), else the separator's date, else unknown.
+    """
     if region.postmark is None:
         return Skip.SKIPPED
     fields = parse_header_block(region.header_block)
     if not fields.has_valid_line:
         return Skip.SKIPPED
-    labels = label_facts(fields.gmail_labels)
+    raw_labels = fields.gmail_labels
+    labels = (
+        _cached_label_facts(raw_labels)
+        if raw_labels is None or len(raw_labels) <= ADDRESS_PARSE_LIMIT
+        else _label_facts(raw_labels)
+    )
     if labels.chat or (labels.spam_or_trash and not include_spam_trash):  # Chat is never mail
         return Skip.EXCLUDED
+    if fields.oversized:
+        warnings.append(f"bytes {region.start}-{region.end}: a header over 64 KiB; only its two ends were read")
     raw_sender = fields.from_ or fields.sender or fields.return_path
-    identity = parse_sender(raw_sender) if raw_sender else NOBODY
+    if raw_sender is None:
+        identity = NOBODY
+    else:  # the cached path inline: this runs once per message
+        identity = cached_sender(raw_sender) if len(raw_sender) <= ADDRESS_PARSE_LIMIT else parse_sender(raw_sender)
+    if identity.problem is not None:
+        warnings.append(f"bytes {region.start}-{region.end}: sender header: {identity.problem}; counted as is")
     message_id = normalize_message_id(fields.message_id) if fields.message_id else None
+    gmail_id = region.postmark.gmail_id
     if message_id is not None:
         mail_id = "mid:" + message_id
+    elif gmail_id is not None:
+        mail_id = GMAIL_ID_KEY + gmail_id  # Takeout's separator carries the message's Gmail id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
-    date_unix = parse_date(fields.date)
+    date_unix = parse_date(fields.date)  # None before 1971
+    if date_unix is not None and now is not None and date_unix > now + FUTURE_SLACK_SECONDS:
+        date_unix = None
     if date_unix is None:
-        date_unix = region.postmark.date_unix
+        if fields.date is not None:
+            warnings.append(f"bytes {region.start}-{region.end}: Date header unreadable or implausible")
+        date_unix = plausible_unix(region.postmark.date_unix, now=now)
     # Positional `_make`: this runs once per message, and the keyword constructor is several times slower.
     return MailRecord._make(
         (
             mail_id,
             message_id,
-            region.postmark.gmail_id,
+            gmail_id,
             identity.key,
             identity.display_name,
             date_unix,

@@ -7,62 +7,89 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from email.header import decode_header, make_header
 from email.utils import getaddresses
 from functools import lru_cache
 
+from shared.rfc2047 import decode_words
+
 _WHITESPACE = re.compile(r"\s+")
+# Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
+ADDRESS_PARSE_LIMIT = 2048
+SENDER_CAP = 64 * 1024
+_PLAUSIBLE_ADDRESS = re.compile(r"[^<>()\[\],;]+@[^<>()\[\],;\s@]+")
+_ANGLE_ADDRESS = re.compile(r"<\s*([^<>\s@]+@[^<>\s]+?)\s*>")
+# Starts only after a delimiter, so a long run without `@` is scanned once, not once per position.
+_BARE_ADDRESS = re.compile(r"(?:^|(?<=[\s<>(),;:\"]))([^\s<>(),;:\"@]+@[^\s<>(),;:\"@]+)")
 
 
 @dataclass(frozen=True, slots=True)
 class SenderIdentity:
+    """Who sent a message; `problem` says what could not be decoded (the key is a best effort then)."""
+
     key: str
     display_name: str
+    problem: str | None = None
 
 
 def decode_rfc2047(value: str) -> str:
-    """Decodes RFC 2047 encoded-words; a malformed or unknown-charset word decodes with replacement characters."""
-    if "=?" not in value:
-        return value
-    try:
-        return str(make_header(decode_header(value)))
-    except (LookupError, UnicodeError, ValueError, AssertionError):
-        pass
-    try:
-        parts = decode_header(value)
-    except Exception:
-        return value
-    out = []
-    for chunk, charset in parts:
-        if isinstance(chunk, str):
-            out.append(chunk)
-            continue
-        try:
-            out.append(chunk.decode(charset or "ascii", "replace"))
-        except LookupError:
-            out.append(chunk.decode("utf-8", "replace"))
-    return "".join(out)
+    """Decodes RFC 2047 encoded-words; a word that cannot be decoded (broken, unknown charset) stays raw."""
+    return decode_words(value).text
 
 
 def collapse_whitespace(value: str) -> str:
     return _WHITESPACE.sub(" ", value).strip()
 
 
-@lru_cache(maxsize=65536)
 def parse_sender(value: str) -> SenderIdentity:
-    """Sender key = first address containing `@` (per `getaddresses`), lower-cased; else the collapsed text.
+    """Sender key = first address containing `@`, lower-cased; else the collapsed text. Total on any input.
 
-    Cached because a mailbox repeats the same few thousand From values many times.
+    Values of ordinary length go through a cache, because a mailbox repeats the same few thousand From values
+    many times; longer ones (hostile or broken) are parsed each time so the cache never holds megabytes.
     """
-    decoded = decode_rfc2047(value)
-    try:
-        pairs = getaddresses([decoded])
-    except Exception:
-        pairs = []
-    for name, address in pairs:
-        if "@" in address:
-            return SenderIdentity(key=address.strip().lower(), display_name=collapse_whitespace(name))
-    return SenderIdentity(key=collapse_whitespace(decoded), display_name="")
+    return cached_sender(value) if len(value) <= ADDRESS_PARSE_LIMIT else _sender(value)
+
+
+@lru_cache(maxsize=65536)
+def cached_sender(value: str) -> SenderIdentity:
+    """`parse_sender` through the cache: only for values of at most `ADDRESS_PARSE_LIMIT` characters."""
+    return _sender(value)
+
+
+def _sender(value: str) -> SenderIdentity:
+    problem = None
+    if len(value) > SENDER_CAP:
+        # Bounded work per message; the address in <...> is usually at the end.
+        value = value[: SENDER_CAP // 2] + " " + value[-SENDER_CAP // 2 :]
+        problem = f"longer than {SENDER_CAP:,} characters; only its two ends were read"
+    decoded = decode_words(value)
+    problem = problem or decoded.problem
+    text = decoded.text
+    address, name = _address(text)
+    if address is not None:
+        return SenderIdentity(key=address.lower(), display_name=collapse_whitespace(name), problem=problem)
+    return SenderIdentity(key=collapse_whitespace(text), display_name="", problem=problem)
+
+
+def _address(text: str) -> tuple[str | None, str]:
+    """(first address with `@`, its display name) per `getaddresses`, else the first `<...@...>` or bare one.
+
+    `getaddresses` recurses once per nested `(` and slows down on long input, so it only sees values of
+    ordinary length; whatever it makes of the text, an address in angle brackets is still found.
+    """
+    if len(text) <= ADDRESS_PARSE_LIMIT:
+        try:
+            pairs = getaddresses([text])
+        except Exception:  # RecursionError on nested comments, and whatever else a stranger's header provokes
+            pairs = []
+        for name, address in pairs:
+            address = address.strip()
+            if _PLAUSIBLE_ADDRESS.fullmatch(address):  # not e.g. `@0)`, which would not parse back to itself
+                return address, name
+    match = _ANGLE_ADDRESS.search(text) or _BARE_ADDRESS.search(text)
+    if match is None:
+        return None, ""
+    name = text[: match.start()].strip().strip('"').strip() if match.re is _ANGLE_ADDRESS else ""
+    return match.group(1), name
 
 
 def normalize_message_id(value: str) -> str | None:
@@ -73,9 +100,17 @@ def normalize_message_id(value: str) -> str | None:
     return text or None
 
 
-@lru_cache(maxsize=4096)
 def parse_labels(value: str) -> tuple[str, ...]:
     """`X-Gmail-Labels` as a tuple of label names (comma-separated, possibly RFC 2047-encoded)."""
+    return _cached_labels(value) if len(value) <= ADDRESS_PARSE_LIMIT else _labels(value)
+
+
+@lru_cache(maxsize=4096)
+def _cached_labels(value: str) -> tuple[str, ...]:
+    return _labels(value)
+
+
+def _labels(value: str) -> tuple[str, ...]:
     decoded = decode_rfc2047(value)
     return tuple(label for label in (part.strip() for part in decoded.split(",")) if label)
 

@@ -72,6 +72,12 @@ def test_headers_never_raise_on_arbitrary_bytes(block: bytes) -> None:
         ("", None),
         (None, None),
         ("Fri, 04 Dec 99999 20:33:24 +0000", None),
+        # Before 1971 is a placeholder or a misread year: unknown, never 0 or negative.
+        ("Sat, 18 May 0102 10:00:00 +0000", None),
+        ("Thu, 01 Jan 1970 00:00:00 +0000", None),
+        ("Fri, 31 Dec 1970 23:59:59 +0000", None),
+        ("Fri, 01 Jan 1971 00:00:00 +0000", 31536000),
+        ("Fri, 04 Dec 2020 20:33:24 +0000" + " x" * 100_000, 1607114004),
     ],
 )
 def test_parse_date(value: str | None, expected: int | None) -> None:
@@ -94,8 +100,25 @@ def test_parse_date_never_raises(value: str) -> None:
         ("=?iso-8859-1?b?SvZyZw==?= <j@x.org>", SenderIdentity("j@x.org", "Jörg")),
         ("undisclosed, second <s@x.org>", SenderIdentity("s@x.org", "second")),
         ("  Mail   Delivery\tSystem  ", SenderIdentity("Mail Delivery System", "")),
-        ("=?x-unknown?q?abc?= <u@x.org>", SenderIdentity("u@x.org", "abc")),
+        ("=?x-unknown?q?abc?= <u@x.org>", SenderIdentity("u@x.org", "abc", "unknown charset 'x-unknown'")),
         ("=?utf-8?q?broken", SenderIdentity("=?utf-8?q?broken", "")),
+        # Broken words and charsets that cannot decode stay raw; the address in <...> is still the key.
+        (
+            "=?utf-7?B?K2dtQ?= <Eve@x.org>",
+            SenderIdentity("eve@x.org", "=?utf-7?B?K2dtQ?=", "broken encoded-word (charset 'utf-7')"),
+        ),
+        (
+            "=?idna?Q?xn--abc?= <i@x.org>",
+            SenderIdentity("i@x.org", "=?idna?Q?xn--abc?=", "charset 'idna' could not decode its text"),
+        ),
+        ("=?utf-7?B?K2dtQ?=", SenderIdentity("=?utf-7?B?K2dtQ?=", "", "broken encoded-word (charset 'utf-7')")),
+        ("=?base64?q?abc?= <b@x.org>", SenderIdentity("b@x.org", "abc", "unknown charset 'base64'")),
+        ("=?utf-8?q?=C3?= =?utf-8?q?=B6?= <s@x.org>", SenderIdentity("s@x.org", "ö")),  # one character, two words
+        ("=?utf-8?b?SvZyZw?= <p@x.org>", SenderIdentity("p@x.org", "J\ufffdrg")),  # missing padding is fine
+        ("=?ISO-8859-1*de?Q?J=F6rg?= <l@x.org>", SenderIdentity("l@x.org", "Jörg")),  # RFC 2231 language
+        ("(" * 5000 + "<deep@x.org>", SenderIdentity("deep@x.org", "(" * 5000)),
+        ("x" * 5000 + " <Long@X.org>", SenderIdentity("long@x.org", "x" * 5000)),
+        ("y" * 5000 + " bare@x.org more", SenderIdentity("bare@x.org", "")),
     ],
 )
 def test_parse_sender(value: str, expected: SenderIdentity) -> None:

@@ -6,12 +6,18 @@ from pathlib import Path
 
 import pytest
 
+from shared.db import writer_engine
 from shared.models import RunOutcome, RunState
 from tests.importing import counts_of, import_file, query, senders_of
 
 SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"
 SEP2 = b"From 1785392015443392564@xxx Sat Dec 05 20:33:24 +0000 2020\n"
 SEP_PLAIN = b"From MAILER-DAEMON Thu Jan  1 00:00:00 2020\n"
+
+
+def sep(n: int) -> bytes:
+    """A Takeout separator carrying Gmail id `n` (decimal, as Takeout writes it)."""
+    return b"From %d@xxx Fri Dec 04 20:33:24 +0000 2020\n" % n
 
 
 def write(tmp_path: Path, *messages: bytes) -> Path:
@@ -23,10 +29,10 @@ def write(tmp_path: Path, *messages: bytes) -> Path:
 def test_sender_fallbacks_and_no_sender(tmp_path: Path, db_path: Path) -> None:
     path = write(
         tmp_path,
-        SEP + b"From: \nSender: Real <Real@Example.com>\nReturn-Path: <rp@x>\n\nx\n",
-        SEP + b"Return-Path: <RP@x.org>\n\nx\n",
-        SEP + b"Subject: nobody\n\nx\n",
-        SEP + b"From: Mail Delivery   Subsystem\n\nx\n",
+        sep(1) + b"From: \nSender: Real <Real@Example.com>\nReturn-Path: <rp@x>\n\nx\n",
+        sep(2) + b"Return-Path: <RP@x.org>\n\nx\n",
+        sep(3) + b"Subject: nobody\n\nx\n",
+        sep(4) + b"From: Mail Delivery   Subsystem\n\nx\n",
     )
     import_file(db_path, path)
     assert counts_of(db_path) == {"real@example.com": 1, "rp@x.org": 1, "": 1, "Mail Delivery Subsystem": 1}
@@ -35,18 +41,49 @@ def test_sender_fallbacks_and_no_sender(tmp_path: Path, db_path: Path) -> None:
 def test_message_id_dedupes_and_header_hash_keys_messages_without_one(tmp_path: Path, db_path: Path) -> None:
     path = write(
         tmp_path,
-        SEP + b"From: a@x\nMessage-ID: <same@x>\n\nx\n",
-        SEP + b"From: a@x\nMessage-ID:  same@x \n\ncopy\n",
-        SEP + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:24 +0000\n\nno id one\n",
-        SEP + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nno id two\n",
+        SEP_PLAIN + b"From: a@x\nMessage-ID: <same@x>\n\nx\n",
+        SEP_PLAIN + b"From: a@x\nMessage-ID:  same@x \n\ncopy\n",
+        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:24 +0000\n\nno id one\n",
+        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nno id two\n",
+        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nsame headers: the same message\n",
+    )
+    first = import_file(db_path, path)
+    assert (first.messages_seen, first.messages_new) == (5, 3)
+    again = import_file(db_path, path)
+    assert (again.messages_seen, again.messages_new) == (5, 0)
+    assert counts_of(db_path) == {"a@x": 3}
+    ids = sorted(row[0][:4] for row in query(db_path, "SELECT mail_id FROM seen_mails"))
+    assert ids == ["hdr:", "hdr:", "mid:"]
+
+
+def test_takeout_messages_without_message_id_are_keyed_by_their_gmail_id(tmp_path: Path, db_path: Path) -> None:
+    same_headers = b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:24 +0000\n\n"
+    path = write(
+        tmp_path,
+        sep(10**18 + 1) + same_headers + b"one\n",
+        sep(10**18 + 2) + same_headers + b"two: identical headers, another message\n",
+        sep(10**18 + 2) + same_headers + b"the same Gmail id again: the same message\n",
+        sep(10**18 + 3) + b"From: a@x\nMessage-ID: <m@x>\n\nwith an id\n",
     )
     first = import_file(db_path, path)
     assert (first.messages_seen, first.messages_new) == (4, 3)
     again = import_file(db_path, path)
     assert (again.messages_seen, again.messages_new) == (4, 0)
-    assert counts_of(db_path) == {"a@x": 3}
-    ids = sorted(row[0][:4] for row in query(db_path, "SELECT mail_id FROM seen_mails"))
-    assert ids == ["hdr:", "hdr:", "mid:"]
+    keys = sorted(row[0] for row in query(db_path, "SELECT mail_id FROM seen_mails"))
+    assert keys == ["gid:" + format(10**18 + 1, "x"), "gid:" + format(10**18 + 2, "x"), "mid:m@x"]
+
+
+def test_reimport_after_upgrade_adds_nothing_to_header_hash_keys(tmp_path: Path, db_path: Path) -> None:
+    """A database filled before `gid:` keys holds `hdr:` rows for the same messages: they must still match."""
+    path = write(tmp_path, sep(10**18 + 5) + b"From: a@x\n\nbody\n", sep(10**18 + 6) + b"From: b@x\n\nbody\n")
+    import_file(db_path, path)
+    engine = writer_engine(db_path)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE seen_mails SET mail_id = 'hdr:' || gmail_id")  # as an older version stored it
+    engine.dispose()
+    again = import_file(db_path, path)
+    assert (again.messages_seen, again.messages_new) == (2, 0)
+    assert counts_of(db_path) == {"a@x": 1, "b@x": 1}
 
 
 def test_spam_trash_chat_excluded_unless_asked(

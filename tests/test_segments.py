@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,10 @@ def test_resuming_from_a_separator_offset_counts_the_rest(tmp_path: Path) -> Non
     tasks = plan_segments(path, start=offset, size=path.stat().st_size, include_spam_trash=False, segment_bytes=300)
     results = list(parse_in_order(tasks, workers=2, idle=lambda: None))
     assert [r.rfc_message_id for res in results for r in res.records] == [m.message_id for m in messages[4:]]
+
+
+def test_parse_workers_stay_small() -> None:
+    """A parse worker imports neither SQLAlchemy nor pydantic: each worker's RSS counts against the import's."""
+    code = "import sys, ingester.parse_worker; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "sqlalchemy" not in loaded and "pydantic" not in loaded

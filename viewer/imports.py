@@ -4,19 +4,16 @@ stays inside it (after resolving symlinks) and is an mbox file."""
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.mbox_format import sniff_mbox
 from viewer.errors import ApiError
 
 # An unzipped Takeout nests its file as `Takeout/Mail/All mail Including Spam and Trash.mbox`.
 MAX_DEPTH = 4
 MAX_FILES = 500
-SNIFF_BYTES = 64 * 1024
-# Same shape as the ingester's separator rule (`From <token> <asctime-style date>`), checked on the first 64 KiB.
-_SEPARATOR = re.compile(rb"(?m)^From \S+ +[A-Za-z]{3} +[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +71,11 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
     if sniff:
         try:
             with target.open("rb") as handle:
-                head = handle.read(SNIFF_BYTES)
+                sniffed = sniff_mbox(handle)
         except OSError:
             raise ApiError(422, "bad_path", "the file cannot be read by the viewer") from None
-        if not _SEPARATOR.search(head):
-            raise ApiError(422, "bad_path", "not an mbox file (no 'From ' separator line in its first 64 KiB)")
+        if sniffed.problem is not None:
+            raise ApiError(422, "bad_path", f"not an mbox file ({sniffed.reason})")
     return target
 
 

@@ -1,0 +1,132 @@
+"""The mbox separator rule and the "is this an mbox" check: one definition for the importer and the viewer.
+
+Only reads a stream it is given; never decides what to count (that is the ingester's framer).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import BinaryIO
+
+# `From <envelope> <asctime date>` as mail software writes it (Takeout, mutt, Mail::Box, procmail, mailman's
+# pipermail with its `user at host`, public-inbox and `git format-patch`): the weekday, month, day, time with or
+# without seconds, then the year, with a numeric or named time zone before or after the year.
+SEPARATOR = re.compile(
+    rb"From (?P<envelope>\S+(?: at \S+)?) +[A-Za-z]{3} +(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2})"
+    rb" +(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?"
+    rb"(?: +(?P<zone>[+-]\d{4}|[A-Za-z]{1,5}))? +(?P<year>\d{4})(?: +(?P<zone_after>[+-]\d{4}|[A-Za-z]{1,5}))?"
+    rb"(?: +remote from \S+)?[ \t]*\r?(?=\n|\Z)"
+)
+# A line that a reader would take for a separator but `SEPARATOR` does not accept: `From `, a day or month name
+# and a digit, then a header-like line. Judged only after a blank line or at the start of the file.
+SUSPECT_SEPARATOR = re.compile(
+    rb"From \S[^\n]*?\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b[^\n]*?\d"
+    rb"[^\n]*\n[!-9;-~]+[ \t]*:"
+)
+# Separator lines are short; a candidate line is judged within this many bytes from its start.
+SEPARATOR_WINDOW = 2048
+# How far the sniff reads for a first separator before it gives up (a Takeout file starts with one).
+SNIFF_LIMIT = 64 * 1024 * 1024
+_SNIFF_CHUNK = 1024 * 1024
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        (b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec"), 1
+    )
+}
+_ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip/tgz archive"), (b"BZh", "a bzip2 archive"))
+
+
+def separator_date(match: re.Match[bytes]) -> int | None:
+    """Unix seconds of a `SEPARATOR` match's date (numeric zones applied, named ones taken as UTC), or None."""
+    month = _MONTHS.get(match["mon"].lower())
+    if month is None:
+        return None
+    fields = (int(match["year"]), month, int(match["day"]), int(match["hour"]), int(match["minute"]))
+    try:
+        date_unix = calendar.timegm((*fields, int(match["second"] or 0)))
+    except (ValueError, OverflowError):
+        return None
+    zone = match["zone"] or match["zone_after"] or b""
+    if zone[:1] in (b"+", b"-"):
+        date_unix -= (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60) * (1 if zone[:1] == b"+" else -1)
+    return date_unix
+
+
+class NotMbox(StrEnum):
+    EMPTY = "empty"
+    ARCHIVE = "archive"
+    NO_SEPARATOR = "no_separator"
+    UNKNOWN_SEPARATORS = "unknown_separators"
+
+
+@dataclass(frozen=True, slots=True)
+class SniffResult:
+    """None `problem` means an mbox; otherwise `reason` says, in a sentence, what the file looked like."""
+
+    problem: NotMbox | None
+    reason: str = ""
+
+
+def _verdict(head: bytes, first_from: int | None, scanned: int, limit: int) -> SniffResult:
+    if not head:
+        return SniffResult(NotMbox.EMPTY, "the file is empty")
+    for magic, what in _ARCHIVES:
+        if head.startswith(magic):
+            return SniffResult(NotMbox.ARCHIVE, f"it is {what}; unzip the Takeout archive first and give the .mbox")
+    where = f"in its first {scanned:,} bytes" if scanned >= limit else "in it"
+    if first_from is None:
+        return SniffResult(NotMbox.NO_SEPARATOR, f"no line starting with 'From ' {where}")
+    return SniffResult(
+        NotMbox.UNKNOWN_SEPARATORS,
+        f"lines start with 'From ' (the first at byte {first_from}) but none {where} is a separator of a known shape",
+    )
+
+
+def sniff_mbox(stream: BinaryIO, *, limit: int = SNIFF_LIMIT) -> SniffResult:
+    """Whether the stream (at its start) is an mbox: a line that `SEPARATOR` accepts within `limit` bytes.
+
+    Reads at most `limit` bytes, a chunk at a time, and stops at the first separator.
+    """
+    head = b""
+    tail = b""  # the unfinished last line of what was read so far (at most a separator window of it)
+    tail_at = 0  # its offset in the file
+    line_start = True  # whether `tail` starts at the start of a line
+    first_from: int | None = None
+    scanned = 0
+    while scanned < limit:
+        chunk = stream.read(min(_SNIFF_CHUNK, limit - scanned))
+        if not head:
+            head = chunk[:16]
+        scanned += len(chunk)
+        eof = not chunk or scanned >= limit
+        data = tail + chunk
+        last_newline = len(data) if eof else data.rfind(b"\n") + 1
+        starts = [0] if line_start else []
+        end = last_newline if eof else max(last_newline - 1, 0)  # needles of complete lines only
+        hit = data.find(b"\nFrom ", 0, end)
+        while hit != -1:
+            starts.append(hit + 1)
+            hit = data.find(b"\nFrom ", hit + 1, end)
+        for start in starts:
+            if not data.startswith(b"From ", start):
+                continue
+            stop = min(start + SEPARATOR_WINDOW, last_newline)
+            match = SEPARATOR.match(data, start, stop)
+            # As in the framer: a match cut by the window (not by a line end or the file's end) is none.
+            if match is not None and (match.end() < stop or stop == last_newline):
+                return SniffResult(None)
+            if first_from is None:
+                first_from = tail_at + start
+        if eof:
+            break
+        tail_at += last_newline
+        tail = data[last_newline:]
+        line_start = True
+        if len(tail) > SEPARATOR_WINDOW:  # a long line is no separator: drop it, its next line starts later
+            tail_at += len(tail)
+            tail, line_start = b"", False
+    return _verdict(head, first_from, scanned, limit)
