@@ -158,7 +158,12 @@ def test_cancel_gives_a_cancelled_row_then_resume_finishes_it(tmp_path: Path) ->
         run = wait_for(lambda: _finished(client, run_id))
         assert (run["state"], run["outcome"]) == ("cancelled", "partial")
         assert run["bytes_done"] < run["bytes_total"]
-        assert any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"])
+        # The ingester prints its resume hint just after it records the cancel: wait for the line, do not race it.
+        wait_for(
+            lambda: any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"]),
+            timeout=30,
+            what="the resume hint in the run's log",
+        )
         resumed = _start(client, {"source": "mbox", "resume_run_id": run_id})
         assert resumed.status_code == 202 and resumed.json() == {"run_id": run_id}
         run = wait_for(lambda: _finished(client, run_id))
