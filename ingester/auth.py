@@ -24,7 +24,7 @@ from oauthlib.oauth2.rfc6749.errors import OAuth2Error
 from ingester.consent import wait_for_callback
 from ingester.gmail import ClientFactory, GmailClient
 from ingester.gmail_google import TESTING_APP_HINT, GoogleGmailClient
-from shared.errors import GmailApiError, GmailAuthError
+from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 
 SCOPE = "https://www.googleapis.com/auth/gmail.metadata"
 HOW_TO_CREDENTIALS = (
@@ -44,15 +44,17 @@ def load_client_config(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise GmailAuthError(
-            f"no OAuth client file at {path}: {HOW_TO_CREDENTIALS}", kind="missing_credentials"
+            f"no OAuth client file at {path}: {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
         ) from None
     except (OSError, ValueError) as exc:
-        raise GmailAuthError(f"cannot read {path} ({exc}): {HOW_TO_CREDENTIALS}", kind="missing_credentials") from exc
+        raise GmailAuthError(
+            f"cannot read {path} ({exc}): {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
+        ) from exc
     section = data.get("installed") or data.get("web") if isinstance(data, dict) else None
     needed = ("client_id", "client_secret", "auth_uri", "token_uri")
     if not isinstance(section, dict) or any(not section.get(key) for key in needed):
         raise GmailAuthError(
-            f"{path} is not an OAuth client-secret file: {HOW_TO_CREDENTIALS}", kind="missing_credentials"
+            f"{path} is not an OAuth client-secret file: {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
         )
     return {"installed": section}
 
@@ -85,7 +87,7 @@ def save_token_cache(path: Path, creds: Credentials) -> None:
             handle.write(creds.to_json())  # type: ignore[no-untyped-call]
         os.replace(tmp, path)
     except OSError as exc:
-        raise GmailAuthError(f"cannot write the token cache {path}: {exc}", kind="io") from exc
+        raise GmailAuthError(f"cannot write the token cache {path}: {exc}", kind=ErrorKind.IO) from exc
 
 
 class GoogleAccess:
@@ -123,8 +125,8 @@ class GoogleAccess:
             try:
                 creds = self._consent(config, on_consent_url=on_consent_url, cancel=cancel)
             except GmailAuthError as exc:
-                if revoked and exc.kind == "auth_required":
-                    raise GmailAuthError(f"{TESTING_APP_HINT}. {exc}", kind="auth_required") from exc
+                if revoked and exc.kind == ErrorKind.AUTH_REQUIRED:
+                    raise GmailAuthError(f"{TESTING_APP_HINT}. {exc}", kind=ErrorKind.AUTH_REQUIRED) from exc
                 raise
         save_token_cache(self._tokens_path, creds)
         endpoint, timeout = self._endpoint, self._http_timeout
@@ -140,7 +142,7 @@ class GoogleAccess:
             creds.refresh(Request(http))  # type: ignore[no-untyped-call]
         except RefreshError as exc:
             if "policy_enforced" in str(exc):
-                raise GmailAuthError(POLICY_ENFORCED, kind="policy_enforced") from exc
+                raise GmailAuthError(POLICY_ENFORCED, kind=ErrorKind.POLICY_ENFORCED) from exc
             self._note(f"{TESTING_APP_HINT}; asking for consent now")
             return None
         except GoogleAuthError as exc:
@@ -157,24 +159,28 @@ class GoogleAccess:
             try:
                 url, state = flow.authorization_url(access_type="offline", prompt="consent")
             except OAuth2Error as exc:  # e.g. an http:// auth_uri, which oauthlib refuses
-                raise GmailAuthError(f"cannot start Google's consent flow: {exc}", kind="auth_required") from exc
+                raise GmailAuthError(
+                    f"cannot start Google's consent flow: {exc}", kind=ErrorKind.AUTH_REQUIRED
+                ) from exc
             on_consent_url(url)
             callback = wait_for_callback(
                 bind=self._bind, port=self._port, state=state, timeout=self._timeout, cancel=cancel
             )
             if callback.error is not None:
                 if callback.error == "policy_enforced":
-                    raise GmailAuthError(POLICY_ENFORCED, kind="policy_enforced")
+                    raise GmailAuthError(POLICY_ENFORCED, kind=ErrorKind.POLICY_ENFORCED)
                 raise GmailAuthError(
                     f"consent was not given ({callback.error}); run the scan again and allow read-only access to "
                     "message metadata",
-                    kind="auth_required",
+                    kind=ErrorKind.AUTH_REQUIRED,
                 )
             try:
                 flow.fetch_token(code=callback.code)
             except OAuth2Error as exc:
-                kind = "policy_enforced" if "policy_enforced" in str(exc) else "auth_required"
-                text = POLICY_ENFORCED if kind == "policy_enforced" else f"Google refused the consent code: {exc}"
+                kind = ErrorKind.POLICY_ENFORCED if ErrorKind.POLICY_ENFORCED in str(exc) else ErrorKind.AUTH_REQUIRED
+                text = (
+                    POLICY_ENFORCED if kind == ErrorKind.POLICY_ENFORCED else f"Google refused the consent code: {exc}"
+                )
                 raise GmailAuthError(text, kind=kind) from exc
             except OSError as exc:
                 raise GmailApiError(f"cannot reach Google's token endpoint: {exc}", transient=True) from exc

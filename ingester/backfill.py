@@ -29,7 +29,7 @@ from ingester.scan_store import (
     mark_backfilled,
 )
 from ingester.scan_types import ScanTuning
-from shared.errors import GmailApiError, GmailAuthError
+from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, update_run
 from shared.timeutil import Clock
@@ -191,7 +191,7 @@ def run_backfill(
             finish(RunState.FAILED, RunOutcome.PARTIAL, exc.kind, str(exc))
             raise
         except GmailApiError as exc:
-            kind = "rate_limited" if exc.kind == "rate_limited" else "gmail_api"
+            kind = ErrorKind.RATE_LIMITED if exc.kind == ErrorKind.RATE_LIMITED else ErrorKind.GMAIL_API
             finish(RunState.FAILED, RunOutcome.PARTIAL, kind, str(exc))
             raise GmailApiError(str(exc), kind=kind, status=exc.status) from exc
     tally = work.tally if work is not None else _Tally()

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ingester.gmail import AuthCancelled
-from shared.errors import GmailAuthError
+from shared.errors import ErrorKind, GmailAuthError
 
 _POLL_SECONDS = 0.2
 _DONE_PAGE = b"<!doctype html><title>gmail-stats</title><p>gmail-stats has your answer. You can close this tab.</p>"
@@ -78,7 +78,7 @@ def wait_for_callback(*, bind: str, port: int, state: str, timeout: float, cance
         raise GmailAuthError(
             f"cannot listen for Google's consent redirect on {bind}:{port} ({exc.strerror}); "
             "free that port or set GMAIL_STATS_OAUTH_PORT",
-            kind="auth_required",
+            kind=ErrorKind.AUTH_REQUIRED,
         ) from exc
     deadline = time.monotonic() + timeout
     try:
@@ -89,7 +89,7 @@ def wait_for_callback(*, bind: str, port: int, state: str, timeout: float, cance
                 raise GmailAuthError(
                     f"no answer from Google's consent page within {timeout:g} s; run the scan again and open the "
                     "printed link in a browser on this machine",
-                    kind="auth_required",
+                    kind=ErrorKind.AUTH_REQUIRED,
                 )
             server.handle_request()
         return server.callback

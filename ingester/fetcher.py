@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ingester.gmail import COST_MESSAGES_GET, MAX_BATCH, ClientFactory, GmailClient, MessageMeta
 from ingester.pacing import QuotaPacer, RetryPolicy
-from shared.errors import GmailApiError
+from shared.errors import RETRY_WARNING_PREFIX, ErrorKind, GmailApiError
 
 T = TypeVar("T")
 
@@ -91,14 +91,14 @@ class Fetcher:
 
     def _after_transient(self, error: GmailApiError, attempt: int, *, what: str) -> None:
         """Slows the pace after a rate limit, honours "Retry after", waits the backoff; raises on cancel."""
-        if error.kind == "rate_limited":
+        if error.kind == ErrorKind.RATE_LIMITED:
             self._pacer.throttled()
         delay = self._policy.delay(attempt, self._rng)
         if error.retry_at is not None:
             wait = error.retry_at - self._wall_clock()
             self._pacer.hold(wait)
             delay = max(delay, min(wait, 60.0))
-        self._warn(f"{what}: {error} — retry {attempt} in {delay:.1f} s")
+        self._warn(f"{RETRY_WARNING_PREFIX} attempt {attempt} in {delay:.1f} s after {what}: {error}")
         if self._cancel.wait(delay):
             raise FetchCancelled()
 
@@ -149,7 +149,7 @@ class Fetcher:
                         failed[gmail_id] = str(error)
             if not retry:
                 break
-            worst = next((e for e in retry.values() if e.kind == "rate_limited"), next(iter(retry.values())))
+            worst = next((e for e in retry.values() if e.kind == ErrorKind.RATE_LIMITED), next(iter(retry.values())))
             if attempt >= self._policy.attempts:
                 failed.update((i, str(e)) for i, e in retry.items())
                 break

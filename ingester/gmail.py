@@ -20,7 +20,15 @@ COST_HISTORY_LIST = 2
 # Google's advice for batches; 100-call batches draw "Too many concurrent requests for user".
 MAX_BATCH = 50
 LIST_PAGE_SIZE = 500
-METADATA_HEADERS = ("From", "Sender", "Return-Path", "Message-ID", "Date", "List-Unsubscribe")
+METADATA_HEADERS = (
+    "From",
+    "Sender",
+    "Return-Path",
+    "Message-ID",
+    "Date",
+    "List-Unsubscribe",
+    "List-Unsubscribe-Post",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from googleapiclient.errors import BatchError, HttpError
 from googleapiclient.http import BatchHttpRequest
 
 from ingester.gmail import LIST_PAGE_SIZE, MAX_BATCH, METADATA_HEADERS, BatchResult, IdPage, MessageMeta, Profile
-from shared.errors import GmailApiError, GmailAuthError
+from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 
 # The discovery document's batchPath; `new_batch_http_request()` would keep Google's host even when
 # `api_endpoint` is overridden, so the batch URI is built from our endpoint instead.
@@ -65,7 +65,7 @@ def error_from_response(status: int, content: bytes | str, *, what: str) -> Gmai
         pass
     rate = status == 429 or (status == 403 and reason in _RATE_REASONS)
     transient = rate or status in _TRANSIENT_STATUSES
-    kind = "rate_limited" if rate else "not_found" if status == 404 else "gmail_api"
+    kind = ErrorKind.RATE_LIMITED if rate else ErrorKind.NOT_FOUND if status == 404 else ErrorKind.GMAIL_API
     text = f"{what}: Gmail answered {status}" + (f" ({reason})" if reason else "") + (f": {message}" if message else "")
     return GmailApiError(
         text, kind=kind, status=status, reason=reason, transient=transient, retry_at=parse_retry_after(message)
@@ -73,7 +73,7 @@ def error_from_response(status: int, content: bytes | str, *, what: str) -> Gmai
 
 
 def _transport_error(exc: BaseException, *, what: str) -> GmailApiError:
-    return GmailApiError(f"{what}: connection to Gmail failed ({exc!r})", kind="gmail_api", transient=True)
+    return GmailApiError(f"{what}: connection to Gmail failed ({exc!r})", kind=ErrorKind.GMAIL_API, transient=True)
 
 
 def _auth_error(exc: RefreshError) -> GmailAuthError:
@@ -81,9 +81,9 @@ def _auth_error(exc: RefreshError) -> GmailAuthError:
         return GmailAuthError(
             "Google refuses API access for this account (Error 400: policy_enforced, e.g. Advanced Protection); "
             "use a Takeout export with `gmail-stats import` instead",
-            kind="policy_enforced",
+            kind=ErrorKind.POLICY_ENFORCED,
         )
-    return GmailAuthError(f"{TESTING_APP_HINT} ({exc})", kind="auth_required")
+    return GmailAuthError(f"{TESTING_APP_HINT} ({exc})", kind=ErrorKind.AUTH_REQUIRED)
 
 
 def message_from_json(data: dict[str, Any]) -> MessageMeta:
@@ -147,7 +147,7 @@ class GoogleGmailClient:
             data = self._execute(request, what="messages.list")
         except GmailApiError as exc:
             if page_token is not None and exc.status == 400:
-                raise GmailApiError(str(exc), kind="bad_page_token", status=400) from exc
+                raise GmailApiError(str(exc), kind=ErrorKind.BAD_PAGE_TOKEN, status=400) from exc
             raise
         return IdPage(tuple(str(m["id"]) for m in data.get("messages") or ()), data.get("nextPageToken"))
 
@@ -164,7 +164,7 @@ class GoogleGmailClient:
             data = self._execute(request, what="history.list")
         except GmailApiError as exc:
             if exc.status == 404:  # developers.google.com/gmail/api/guides/sync: start id too old
-                raise GmailApiError(str(exc), kind="history_expired", status=404) from exc
+                raise GmailApiError(str(exc), kind=ErrorKind.HISTORY_EXPIRED, status=404) from exc
             raise
         ids: dict[str, None] = {}
         for record in data.get("history") or ():

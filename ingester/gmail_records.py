@@ -5,6 +5,7 @@ from __future__ import annotations
 from ingester.gmail import MessageMeta
 from ingester.headers import parse_date
 from ingester.records import MailRecord
+from ingester.unsubscribe import parse_unsubscribe
 from shared.normalize import is_excluded, is_unread, normalize_message_id, parse_sender
 from shared.timeutil import plausible_unix
 
@@ -30,6 +31,7 @@ def metadata_record(meta: MessageMeta, *, now: float | None = None, warnings: li
         warnings.append(f"message {meta.gmail_id}: sender header: {identity.problem}; counted as is")
     raw_id = meta.header("Message-ID")
     message_id = normalize_message_id(raw_id) if raw_id else None
+    unsubscribe = parse_unsubscribe(meta.header("List-Unsubscribe"), meta.header("List-Unsubscribe-Post"))
     date_header = meta.header("Date")
     date_unix = plausible_unix(parse_date(date_header), now=now)
     if date_unix is None and meta.internal_date_ms is not None:
@@ -47,4 +49,7 @@ def metadata_record(meta: MessageMeta, *, now: float | None = None, warnings: li
         labels=",".join(meta.label_ids),
         unread=is_unread(meta.label_ids),
         list_unsubscribe=meta.header("List-Unsubscribe") is not None,
+        unsubscribe_web=unsubscribe.web,
+        unsubscribe_mailto=unsubscribe.mailto,
+        one_click=unsubscribe.one_click,
     )

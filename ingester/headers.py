@@ -1,6 +1,7 @@
 """Pure extraction of the few header fields we store, from one raw header block; never raises on any bytes.
 
-Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels and List-Unsubscribe are read: metadata only.
+Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels and List-Unsubscribe(-Post) are read: metadata
+only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from email.utils import parsedate_tz
 
 from shared.timeutil import EARLIEST_PLAUSIBLE_UNIX, plausible_unix
 
-_WANTED = (b"from", b"sender", b"return-path", b"message-id", b"date", b"x-gmail-labels", b"list-unsubscribe")
+_WANTED = (
+    b"from",
+    b"sender",
+    b"return-path",
+    b"message-id",
+    b"date",
+    b"x-gmail-labels",
+    b"list-unsubscribe",
+    b"list-unsubscribe-post",
+)
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
 # Matched against b"\n" + block: a wanted name at a line start, optional blanks, the colon, the rest of the line.
 # The leading literal lets the regex engine skip from newline to newline in C.
@@ -37,6 +47,7 @@ class HeaderFields:
     gmail_labels: str | None = None
     list_unsubscribe: str | None = None
     oversized: bool = False  # a wanted header was longer than `VALUE_CAP_BYTES`: only its two ends were read
+    list_unsubscribe_post: str | None = None
 
 
 def _has_valid_line(block: bytes) -> bool:
@@ -88,8 +99,19 @@ def parse_header_block(block: bytes) -> HeaderFields:
         value = _text(raw.replace(b"\r", b"") if b"\r" in raw else raw).strip()
         if value:
             values[slot] = value
-    from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe = values
-    return HeaderFields(True, from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe, oversized)
+    from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe, list_unsubscribe_post = values
+    return HeaderFields(
+        True,
+        from_,
+        sender,
+        return_path,
+        message_id,
+        date,
+        gmail_labels,
+        list_unsubscribe,
+        oversized,
+        list_unsubscribe_post,
+    )
 
 
 MONTHS = {

@@ -16,7 +16,7 @@ from typing import IO
 
 from ingester.parse_worker import read_frame, write_frame
 from ingester.segments import SegmentResult, SegmentTask, parse_segment
-from shared.errors import GmailStatsError
+from shared.errors import ErrorKind, GmailStatsError
 
 IN_FLIGHT_PER_WORKER = 3
 IDLE_CALLBACK_SECONDS = 1.0
@@ -25,7 +25,7 @@ IDLE_CALLBACK_SECONDS = 1.0
 class ParseWorkerError(GmailStatsError):
     """A parse worker died or answered nonsense; the run can be resumed."""
 
-    kind = "io"
+    kind = ErrorKind.IO
 
 
 class _Worker:

@@ -27,3 +27,7 @@ class MailRecord(NamedTuple):
     labels: str
     unread: bool
     list_unsubscribe: bool
+    # RFC 2369/8058 targets of this message's List-Unsubscribe (validated; None when absent or unusable).
+    unsubscribe_web: str | None = None
+    unsubscribe_mailto: str | None = None
+    one_click: bool = False

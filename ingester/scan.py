@@ -44,7 +44,7 @@ from ingester.scan_store import (
 )
 from ingester.scan_types import ScanRequest, ScanResult, ScanTuning, Tally
 from ingester.store import count_batch
-from shared.errors import DatabaseError, GmailApiError, GmailAuthError, RunNotFoundError
+from shared.errors import DatabaseError, ErrorKind, GmailApiError, GmailAuthError, RunNotFoundError
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
@@ -130,12 +130,14 @@ class _Scanner:
                 raise
             except OperationalError as exc:
                 with contextlib.suppress(OperationalError):
-                    self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind="db", error=f"database error: {exc.orig}")
+                    self._finish(
+                        RunState.FAILED, RunOutcome.PARTIAL, kind=ErrorKind.DB, error=f"database error: {exc.orig}"
+                    )
                 raise DatabaseError(
                     f"database error during the scan: {exc.orig}; resume with --resume {self.run_id}"
                 ) from exc
             except GmailApiError as exc:
-                kind = "rate_limited" if exc.kind == "rate_limited" else "gmail_api"
+                kind = ErrorKind.RATE_LIMITED if exc.kind == ErrorKind.RATE_LIMITED else ErrorKind.GMAIL_API
                 hint = f"; run `gmail-stats scan --resume {self.run_id}` later to continue"
                 self._finish(RunState.FAILED, RunOutcome.PARTIAL, kind=kind, error=str(exc) + hint)
                 raise GmailApiError(str(exc) + hint, kind=kind, status=exc.status) from exc
@@ -190,7 +192,7 @@ class _Scanner:
         try:
             page = self._list(fetcher, token)
         except GmailApiError as exc:
-            if exc.kind != "bad_page_token":
+            if exc.kind != ErrorKind.BAD_PAGE_TOKEN:
                 raise
             page = self._list(fetcher, None)  # an expired resume token: page one again, dedupe keeps counts exact
         while True:
@@ -217,7 +219,7 @@ class _Scanner:
                     what="history.list",
                 )
             except GmailApiError as exc:
-                if exc.kind != "history_expired":
+                if exc.kind != ErrorKind.HISTORY_EXPIRED:
                     raise
                 self._warn([f"Gmail's history since {start} has expired; listing the whole mailbox again"])
                 self._full(fetcher, None)

@@ -8,65 +8,82 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
-from sqlalchemy import Connection
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Join,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.dialects.sqlite import insert
 
+from ingester.compiled import driver_sql
 from ingester.records import MailRecord
+from ingester.rollups import month_of, remove_message
+from ingester.search_index import unindex_sender
+from shared.models import Source, backfill_checked, gmail_retry, seen_mails, senders, sync_state
 
-_KNOWN_BY_MAIL_ID = "SELECT mail_id FROM seen_mails WHERE mail_id IN (SELECT value FROM json_each(?))"
-_KNOWN_BY_GMAIL_ID = "SELECT gmail_id FROM seen_mails WHERE gmail_id IN (SELECT value FROM json_each(?))"
 HISTORY_ID_KEY = "gmail_history_id"
 # The mailbox historyId when the current (maybe interrupted) scan first started; becomes HISTORY_ID_KEY at its end.
 PENDING_HISTORY_ID_KEY = "gmail_history_id_pending"
+_M = seen_mails.c
 
 
 def unknown_ids(conn: Connection, ids: Sequence[str]) -> list[str]:
-    """The Gmail ids not yet recorded: neither a scanned `mail_id` nor a Takeout postmark's `gmail_id`.
-
-    The ids travel as one JSON array so the statement text never varies (as in `store._existing`).
-    """
+    """The Gmail ids not yet recorded: neither a scanned `mail_id` nor a Takeout postmark's `gmail_id`."""
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         return []
-    payload = (json.dumps(wanted),)
-    known = {row[0] for row in conn.exec_driver_sql(_KNOWN_BY_MAIL_ID, payload)}
-    known.update(row[0] for row in conn.exec_driver_sql(_KNOWN_BY_GMAIL_ID, payload))
+    payload = json.dumps(wanted)
+    known: set[str] = set()
+    for column in ("mail_id", "gmail_id"):
+        each = func.json_each(payload).table_valued("value")
+        stmt = select(_M[column]).where(_M[column].in_(select(each.c.value)))
+        known.update(row[0] for row in conn.execute(stmt))
     return [i for i in wanted if i not in known]
 
 
 def get_sync_state(conn: Connection, key: str) -> str | None:
-    row = conn.exec_driver_sql("SELECT value FROM sync_state WHERE key = ?", (key,)).first()
+    row = conn.execute(select(sync_state.c.value).where(sync_state.c.key == key)).first()
     return str(row[0]) if row is not None else None
 
 
 def set_sync_state(conn: Connection, key: str, value: str) -> None:
-    conn.exec_driver_sql(
-        "INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
+    stmt = insert(sync_state).values(key=key, value=value)
+    conn.execute(stmt.on_conflict_do_update(index_elements=[sync_state.c.key], set_={"value": stmt.excluded.value}))
 
 
 def delete_sync_state(conn: Connection, key: str) -> None:
-    conn.exec_driver_sql("DELETE FROM sync_state WHERE key = ?", (key,))
+    conn.execute(delete(sync_state).where(sync_state.c.key == key))
 
 
 def pending_retries(conn: Connection) -> list[str]:
-    return [str(row[0]) for row in conn.exec_driver_sql("SELECT gmail_id FROM gmail_retry ORDER BY gmail_id")]
+    return [str(row[0]) for row in conn.execute(select(gmail_retry.c.gmail_id).order_by(gmail_retry.c.gmail_id))]
 
 
 def record_retries(conn: Connection, failures: Mapping[str, str], *, run_id: int) -> None:
     if failures:
-        conn.exec_driver_sql(
-            "INSERT INTO gmail_retry (gmail_id, run_id, reason) VALUES (?, ?, ?)"
-            " ON CONFLICT (gmail_id) DO UPDATE SET run_id = excluded.run_id, reason = excluded.reason",
-            [(gmail_id, run_id, reason[:500]) for gmail_id, reason in failures.items()],
+        stmt = insert(gmail_retry)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[gmail_retry.c.gmail_id],
+            set_={"run_id": stmt.excluded.run_id, "reason": stmt.excluded.reason},
         )
+        rows = [{"gmail_id": g, "run_id": run_id, "reason": reason[:500]} for g, reason in failures.items()]
+        conn.execute(stmt, rows)
 
 
 def clear_retries(conn: Connection, ids: Iterable[str]) -> None:
-    rows = [(gmail_id,) for gmail_id in ids]
+    rows = [{"id": gmail_id} for gmail_id in ids]
     if rows:
-        conn.exec_driver_sql("DELETE FROM gmail_retry WHERE gmail_id = ?", rows)
+        conn.execute(delete(gmail_retry).where(gmail_retry.c.gmail_id == bindparam("id")), rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,73 +93,124 @@ class BackfillRow:
     gmail_id: str
 
 
+def _unsettled() -> tuple[Join, ColumnElement[bool]]:
+    b = backfill_checked.c
+    return (
+        seen_mails.outerjoin(backfill_checked, b.mail_id == _M.mail_id),
+        and_(_M.source == str(Source.GMAIL_API), _M.rfc_message_id.is_(None), b.mail_id.is_(None)),
+    )
+
+
 def backfill_candidates(conn: Connection, *, after_row: int, limit: int) -> list[BackfillRow]:
     """Scan rows still lacking a Message-ID that the backfill has not settled, by row id after `after_row`."""
-    sql = (
-        "SELECT s.id, s.mail_id, coalesce(s.gmail_id, s.mail_id) FROM seen_mails s"
-        " LEFT JOIN backfill_checked b ON b.mail_id = s.mail_id"
-        " WHERE s.source = 'gmail_api' AND s.rfc_message_id IS NULL AND b.mail_id IS NULL AND s.id > ?"
-        " ORDER BY s.id LIMIT ?"
+    joined, where = _unsettled()
+    stmt = (
+        select(_M.id, _M.mail_id, func.coalesce(_M.gmail_id, _M.mail_id))
+        .select_from(joined)
+        .where(where, _M.id > after_row)
+        .order_by(_M.id)
+        .limit(limit)
     )
-    return [BackfillRow(int(a), str(b), str(c)) for a, b, c in conn.exec_driver_sql(sql, (after_row, limit))]
+    return [BackfillRow(int(a), str(b), str(c)) for a, b, c in conn.execute(stmt)]
+
+
+_FILLED = ("date_unix", "size_bytes", "labels", "unread", "list_unsubscribe", "sender")
+
+
+@cache
+def _fill_scan_row() -> str:
+    legacy = _M.sender == literal_column("''")
+    stmt = (
+        update(seen_mails)
+        .where(_M.mail_id == bindparam("key"))
+        .values(
+            rfc_message_id=bindparam("rfc"),
+            **{name: case((legacy, bindparam(name)), else_=_M[name]) for name in _FILLED},
+        )
+    )
+    # The SET clause follows the table's column order, so `sender` comes first.
+    return driver_sql(stmt, ("rfc", "sender", *_FILLED[:-1], "key"))
 
 
 def fill_scan_row(conn: Connection, record: MailRecord) -> None:
     """Stores a backfilled Message-ID; a Rust-era row (no sender yet) also gets its metadata."""
-    conn.exec_driver_sql(
-        "UPDATE seen_mails SET rfc_message_id = ?,"
-        " date_unix = CASE WHEN sender = '' THEN ? ELSE date_unix END,"
-        " size_bytes = CASE WHEN sender = '' THEN ? ELSE size_bytes END,"
-        " labels = CASE WHEN sender = '' THEN ? ELSE labels END,"
-        " unread = CASE WHEN sender = '' THEN ? ELSE unread END,"
-        " list_unsubscribe = CASE WHEN sender = '' THEN ? ELSE list_unsubscribe END,"
-        " sender = CASE WHEN sender = '' THEN ? ELSE sender END"
-        " WHERE mail_id = ?",
-        (
-            record.rfc_message_id,
-            record.date_unix,
-            record.size_bytes,
-            record.labels,
-            int(record.unread),
-            int(record.list_unsubscribe),
-            record.sender,
-            record.mail_id,
-        ),
+    values = (record.date_unix, record.size_bytes, record.labels, int(record.unread), int(record.list_unsubscribe))
+    conn.exec_driver_sql(_fill_scan_row(), (record.rfc_message_id, record.sender, *values, record.mail_id))
+
+
+@cache
+def _collapse_statements() -> tuple[str, ...]:
+    s = senders.c
+    zero: ColumnElement[int] = literal_column("0")
+    one: ColumnElement[int] = literal_column("1")
+    kept = select(_M.counted).where(_M.mail_id == bindparam("key"))
+    others = select(_M.id, _M.sender, _M.size_bytes, _M.unread, _M.list_unsubscribe, _M.date_unix, _M.run_id).where(
+        _M.rfc_message_id == bindparam("rfc"), _M.counted == one, _M.mail_id != bindparam("key")
+    )
+    take_sender = (
+        update(senders)
+        .where(s.sender == bindparam("key"))
+        .values(
+            mails_sent=func.max(s.mails_sent - one, zero),
+            bytes=func.max(s.bytes - bindparam("size"), zero),
+            unread=func.max(s.unread - bindparam("unread"), zero),
+            list_unsubscribe=func.max(s.list_unsubscribe - bindparam("lu"), zero),
+        )
+        .returning(s.mails_sent, s.domain, s.id, s.display_name)
+    )
+    return (
+        driver_sql(kept, ("key",)),
+        driver_sql(others, ("rfc", "key")),
+        driver_sql(update(seen_mails).where(_M.id == bindparam("row")).values(counted=zero), ("row",)),
+        driver_sql(take_sender, ("size", "unread", "lu", "key")),
+        driver_sql(delete(senders).where(s.sender == bindparam("key")), ("key",)),
     )
 
 
 def collapse_double_counts(conn: Connection, *, keep_mail_id: str, rfc_message_id: str) -> int:
     """Leaves `keep_mail_id` the only counted row of its Message-ID: every other counted one is uncounted and
-    taken off its sender's totals. Returns how many were uncounted (0 when run again: idempotent)."""
-    kept = conn.exec_driver_sql("SELECT counted FROM seen_mails WHERE mail_id = ?", (keep_mail_id,)).first()
+    taken off its sender's totals and the rollups. Returns how many were uncounted (0 when run again)."""
+    find_kept, find_others, uncount, take_sender, drop_sender = _collapse_statements()
+    kept = conn.exec_driver_sql(find_kept, (keep_mail_id,)).first()
     if kept is None or not kept[0]:
         return 0
-    others = conn.exec_driver_sql(
-        "SELECT id, sender, size_bytes, unread, list_unsubscribe FROM seen_mails"
-        " WHERE rfc_message_id = ? AND counted = 1 AND mail_id != ?",
-        (rfc_message_id, keep_mail_id),
-    ).all()
-    for row_id, sender, size, unread, unsubscribe in others:
-        conn.exec_driver_sql("UPDATE seen_mails SET counted = 0 WHERE id = ?", (row_id,))
-        conn.exec_driver_sql(
-            "UPDATE senders SET mails_sent = max(mails_sent - 1, 0), bytes = max(bytes - ?, 0),"
-            " unread = max(unread - ?, 0), list_unsubscribe = max(list_unsubscribe - ?, 0) WHERE sender = ?",
-            (size, unread, unsubscribe, sender),
+    others = conn.exec_driver_sql(find_others, (rfc_message_id, keep_mail_id)).all()
+    for row_id, sender, size, unread, unsubscribe, date_unix, run_id in others:
+        conn.exec_driver_sql(uncount, (row_id,))
+        left = conn.exec_driver_sql(take_sender, (size, unread, unsubscribe, sender)).first()
+        if left is None:
+            continue  # no sender row (never counted under it): nothing to take off
+        gone = int(left[0]) <= 0
+        if gone:
+            conn.exec_driver_sql(drop_sender, (sender,))
+            unindex_sender(conn, row_id=int(left[2]), sender=sender, display_name=str(left[3]))
+        remove_message(
+            conn,
+            sender=sender,
+            domain=str(left[1]),
+            # Rows of Rust-era databases (no run) were never given a month.
+            month=month_of(date_unix) if run_id is not None else None,
+            size=size,
+            unread=unread,
+            list_unsubscribe=unsubscribe,
+            sender_gone=gone,
         )
-    conn.exec_driver_sql("DELETE FROM senders WHERE mails_sent <= 0")
     return len(others)
 
 
 def count_backfill_candidates(conn: Connection) -> int:
-    sql = (
-        "SELECT count(*) FROM seen_mails s LEFT JOIN backfill_checked b ON b.mail_id = s.mail_id"
-        " WHERE s.source = 'gmail_api' AND s.rfc_message_id IS NULL AND b.mail_id IS NULL"
+    joined, where = _unsettled()
+    return int(conn.execute(select(func.count()).select_from(joined).where(where)).scalar_one())
+
+
+@cache
+def _mark_backfilled() -> str:
+    columns = ("mail_id", "status")
+    return driver_sql(
+        insert(backfill_checked).prefix_with("OR REPLACE").values({c: bindparam(c) for c in columns}), columns
     )
-    return int(conn.exec_driver_sql(sql).scalar_one())
 
 
 def mark_backfilled(conn: Connection, statuses: Mapping[str, str]) -> None:
     if statuses:
-        conn.exec_driver_sql(
-            "INSERT OR REPLACE INTO backfill_checked (mail_id, status) VALUES (?, ?)", list(statuses.items())
-        )
+        conn.exec_driver_sql(_mark_backfilled(), list(statuses.items()))

@@ -10,6 +10,7 @@ from functools import lru_cache
 from ingester.headers import parse_date, parse_header_block
 from ingester.mbox import Region
 from ingester.records import GMAIL_ID_KEY, MailRecord
+from ingester.unsubscribe import NONE, parse_unsubscribe
 from shared.normalize import (
     ADDRESS_PARSE_LIMIT,
     SenderIdentity,
@@ -99,6 +100,11 @@ def judge_region(
         mail_id = GMAIL_ID_KEY + gmail_id  # Takeout's separator carries the message's Gmail id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
+    unsubscribe = (
+        NONE
+        if fields.list_unsubscribe is None
+        else parse_unsubscribe(fields.list_unsubscribe, fields.list_unsubscribe_post)
+    )
     date_unix = parse_date(fields.date)  # None before 1971
     if date_unix is not None and now is not None and date_unix > now + FUTURE_SLACK_SECONDS:
         date_unix = None
@@ -119,5 +125,8 @@ def judge_region(
             labels.joined,
             labels.unread,
             fields.list_unsubscribe is not None,
+            unsubscribe.web,
+            unsubscribe.mailto,
+            unsubscribe.one_click,
         )
     )

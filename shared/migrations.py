@@ -1,7 +1,8 @@
 """Ordered schema steps keyed on `PRAGMA user_version`; each commits with its version bump or not at all.
 
 Only the ingester calls `migrate`; the viewer only reads `schema_version` and refuses a too-new file.
-Steps are frozen history: never edit a released step, add a new one.
+Steps are frozen history: never edit a released step, add a new one. The current shape is `shared.models`; a test
+migrates from every older version and compares the result with it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from sqlalchemy import Connection, Engine
 from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 from shared.legacy import is_rust_era, upgrade_rust_era
+from shared.migration_rollups import add_rollups
+from shared.models import SEARCH_DDL
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +118,16 @@ def _create_scan_tables(conn: Connection) -> None:
     )
 
 
+def _add_rollups(conn: Connection) -> None:
+    add_rollups(conn, search_ddl=SEARCH_DDL)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
     Migration(3, "ingest_runs.launch_token", _add_launch_token),
     Migration(4, "gmail_retry and backfill_checked", _create_scan_tables),
+    Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", _add_rollups),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

@@ -1,11 +1,27 @@
-"""Typed SQLAlchemy models of the current schema; DDL lives in `shared.migrations`, never `create_all`."""
+"""The schema: SQLAlchemy Core tables, plus the triggers and the search index they need, in one `METADATA`.
+
+Every query (viewer, ingester, export) is built on these tables. `shared.migrations` holds the ordered steps
+that bring any older file to this shape; a test builds both and compares column types, nullability, defaults and
+indexes, so the steps and this module cannot drift apart. No ORM sessions: rows travel as dataclasses.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import Integer, String, Text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import (
+    DDL,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    UniqueConstraint,
+    event,
+    text,
+)
 
 
 class RunState(StrEnum):
@@ -31,100 +47,189 @@ class Source(StrEnum):
     BACKFILL = "backfill"
 
 
-class Base(DeclarativeBase):
-    pass
+METADATA = MetaData()
+_ZERO = text("0")
 
 
-class Sender(Base):
-    """Per-sender totals, updated incrementally as messages are counted."""
-
-    __tablename__ = "senders"
-
-    sender: Mapped[str] = mapped_column(Text, primary_key=True)
-    display_name: Mapped[str] = mapped_column(Text, default="")
-    display_name_unix: Mapped[int | None] = mapped_column(Integer)
-    mails_sent: Mapped[int] = mapped_column(Integer, default=0)
-    first_seen_unix: Mapped[int | None] = mapped_column(Integer)
-    last_seen_unix: Mapped[int | None] = mapped_column(Integer)
-    bytes: Mapped[int] = mapped_column(Integer, default=0)
-    unread: Mapped[int] = mapped_column(Integer, default=0)
-    list_unsubscribe: Mapped[int] = mapped_column(Integer, default=0)
+def _count(name: str) -> Column[int]:
+    return Column(name, Integer, nullable=False, server_default=_ZERO)
 
 
-class SeenMail(Base):
-    """One row per message seen, metadata only: never subjects, bodies or recipients."""
+ingest_runs = Table(
+    "ingest_runs",
+    METADATA,
+    Column("run_id", Integer, primary_key=True, autoincrement=True),
+    Column("source", Text, nullable=False),
+    Column("state", Text, nullable=False),
+    Column("pid", Integer),
+    Column("started_at_unix", Integer, nullable=False),
+    Column("updated_at_unix", Integer, nullable=False),
+    Column("finished_at_unix", Integer),
+    _count("messages_seen"),
+    _count("messages_new"),
+    _count("messages_skipped"),
+    _count("messages_excluded"),
+    Column("total_estimate", Integer),
+    Column("bytes_total", Integer),
+    _count("bytes_done"),
+    Column("resume_token", Text),
+    Column("mbox_path", Text),
+    Column("mbox_fingerprint", Text),
+    Column("error_kind", Text),
+    Column("error", Text),
+    Column("auth_url", Text),
+    _count("warnings_count"),
+    Column("warnings_tail", Text, nullable=False, server_default="[]"),
+    Column("outcome", Text),
+    # Set by whoever launched the ingester (the viewer), so it can find the run row of its own launch.
+    Column("launch_token", Text),
+    Index("ix_ingest_runs_state", "state"),
+    Index("ix_ingest_runs_launch_token", "launch_token"),
+    sqlite_autoincrement=True,
+)
 
-    __tablename__ = "seen_mails"
+# Per-sender totals, updated incrementally as messages are counted. `id` is the stable key of the search index.
+senders = Table(
+    "senders",
+    METADATA,
+    Column("id", Integer, primary_key=True),
+    Column("sender", Text, nullable=False),
+    Column("display_name", Text, nullable=False, server_default=""),
+    Column("display_name_unix", Integer),
+    _count("mails_sent"),
+    Column("first_seen_unix", Integer),
+    Column("last_seen_unix", Integer),
+    _count("bytes"),
+    _count("unread"),
+    _count("list_unsubscribe"),  # messages that carried a List-Unsubscribe header
+    Column("domain", Text, nullable=False, server_default=""),  # registrable domain (public-suffix aware)
+    # The targets of the latest message (by date) whose List-Unsubscribe had one; RFC 2369 and RFC 8058.
+    Column("unsubscribe_web", Text),
+    Column("unsubscribe_mailto", Text),
+    Column("unsubscribe_unix", Integer),
+    _count("one_click"),
+    UniqueConstraint("sender", name="uq_senders_sender"),
+    # One index per sort, each ending in the tie-break, so every page is an index walk with LIMIT. Each costs
+    # the import a b-tree update per changed sender and batch: no index for sorts nobody needs.
+    Index("ix_senders_mails_sent", text("mails_sent DESC"), "sender"),
+    Index("ix_senders_last_seen", "last_seen_unix", "sender"),
+    Index("ix_senders_first_seen", "first_seen_unix", "sender"),
+    Index("ix_senders_bytes", "bytes", "sender"),
+    Index("ix_senders_unread_ratio", text("(CAST(unread AS REAL) / max(mails_sent, 1))"), "sender"),
+    Index("ix_senders_name", text("(lower(coalesce(nullif(display_name, ''), sender)))"), "sender"),
+    Index("ix_senders_domain", "domain"),
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    mail_id: Mapped[str] = mapped_column(Text, unique=True)
-    rfc_message_id: Mapped[str | None] = mapped_column(Text, index=True)
-    gmail_id: Mapped[str | None] = mapped_column(Text, index=True)
-    sender: Mapped[str] = mapped_column(Text, default="")
-    date_unix: Mapped[int | None] = mapped_column(Integer)
-    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
-    labels: Mapped[str] = mapped_column(Text, default="")
-    unread: Mapped[int] = mapped_column(Integer, default=0)
-    list_unsubscribe: Mapped[int] = mapped_column(Integer, default=0)
-    source: Mapped[str] = mapped_column(String, default=Source.MBOX)
-    run_id: Mapped[int | None] = mapped_column(Integer)
-    counted: Mapped[int] = mapped_column(Integer, default=1)
+# One row per message seen, metadata only: never subjects, bodies or recipients.
+seen_mails = Table(
+    "seen_mails",
+    METADATA,
+    Column("id", Integer, primary_key=True),
+    Column("mail_id", Text, nullable=False),
+    Column("rfc_message_id", Text),
+    Column("gmail_id", Text),
+    Column("sender", Text, nullable=False, server_default=""),
+    Column("date_unix", Integer),
+    _count("size_bytes"),
+    Column("labels", Text, nullable=False, server_default=""),
+    _count("unread"),
+    _count("list_unsubscribe"),
+    Column("source", Text, nullable=False),
+    Column("run_id", Integer),
+    Column("counted", Integer, nullable=False, server_default=text("1")),
+    UniqueConstraint("mail_id", name="uq_seen_mails_mail_id"),
+    Index("ix_seen_mails_rfc_message_id", "rfc_message_id"),
+    Index("ix_seen_mails_gmail_id", "gmail_id"),
+)
 
+# Small key/value facts about the mailbox (for example the Gmail `historyId` of the last complete scan).
+sync_state = Table(
+    "sync_state",
+    METADATA,
+    Column("key", Text, primary_key=True, nullable=False),
+    Column("value", Text, nullable=False),
+)
 
-class IngestRun(Base):
-    """One ingestion run (import, scan or backfill): lifecycle `state` plus evidence-quality `outcome`."""
+# Gmail ids a scan could not fetch within its retry budget; the next scan fetches them first.
+gmail_retry = Table(
+    "gmail_retry",
+    METADATA,
+    Column("gmail_id", Text, primary_key=True, nullable=False),
+    Column("run_id", Integer),
+    Column("reason", Text, nullable=False, server_default=""),
+)
 
-    __tablename__ = "ingest_runs"
+# Scan rows the Message-ID backfill has settled: `found`, `none` (no Message-ID) or `gone` (deleted).
+backfill_checked = Table(
+    "backfill_checked",
+    METADATA,
+    Column("mail_id", Text, primary_key=True, nullable=False),
+    Column("status", Text, nullable=False),
+)
 
-    run_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    source: Mapped[str] = mapped_column(String)
-    state: Mapped[str] = mapped_column(String)
-    pid: Mapped[int | None] = mapped_column(Integer)
-    started_at_unix: Mapped[int] = mapped_column(Integer)
-    updated_at_unix: Mapped[int] = mapped_column(Integer)
-    finished_at_unix: Mapped[int | None] = mapped_column(Integer)
-    messages_seen: Mapped[int] = mapped_column(Integer, default=0)
-    messages_new: Mapped[int] = mapped_column(Integer, default=0)
-    messages_skipped: Mapped[int] = mapped_column(Integer, default=0)
-    messages_excluded: Mapped[int] = mapped_column(Integer, default=0)
-    total_estimate: Mapped[int | None] = mapped_column(Integer)
-    bytes_total: Mapped[int | None] = mapped_column(Integer)
-    bytes_done: Mapped[int] = mapped_column(Integer, default=0)
-    resume_token: Mapped[str | None] = mapped_column(Text)
-    mbox_path: Mapped[str | None] = mapped_column(Text)
-    mbox_fingerprint: Mapped[str | None] = mapped_column(Text)
-    error_kind: Mapped[str | None] = mapped_column(String)
-    error: Mapped[str | None] = mapped_column(Text)
-    auth_url: Mapped[str | None] = mapped_column(Text)
-    warnings_count: Mapped[int] = mapped_column(Integer, default=0)
-    warnings_tail: Mapped[str] = mapped_column(Text, default="[]")
-    outcome: Mapped[str | None] = mapped_column(String)
-    launch_token: Mapped[str | None] = mapped_column(Text, index=True)
+# Counted messages and bytes per sender and calendar month (UTC, "YYYY-MM"); undated mail has no row.
+sender_months = Table(
+    "sender_months",
+    METADATA,
+    Column("sender", Text, nullable=False),
+    Column("month", Text, nullable=False),
+    _count("messages"),
+    _count("bytes"),
+    PrimaryKeyConstraint("sender", "month"),
+    sqlite_with_rowid=False,
+)
 
+# The rollups below are written with the rows they sum, in the same transaction, by `ingester.store` (per batch,
+# aggregated in memory: triggers per sender row cost several times the import's own writes).
+domains = Table(
+    "domains",
+    METADATA,
+    Column("domain", Text, primary_key=True, nullable=False),
+    _count("senders"),
+    _count("mails_sent"),
+    _count("bytes"),
+    _count("unread"),
+    _count("list_unsubscribe"),
+    Column("first_seen_unix", Integer),
+    Column("last_seen_unix", Integer),
+    Index("ix_domains_mails_sent", text("mails_sent DESC"), "domain"),
+    Index("ix_domains_senders", "senders", "domain"),
+    Index("ix_domains_bytes", "bytes", "domain"),
+    Index("ix_domains_unread", "unread", "domain"),
+    Index("ix_domains_last_seen", "last_seen_unix", "domain"),
+    Index("ix_domains_first_seen", "first_seen_unix", "domain"),
+    Index("ix_domains_unread_ratio", text("(CAST(unread AS REAL) / max(mails_sent, 1))"), "domain"),
+    sqlite_with_rowid=False,
+)
 
-class SyncState(Base):
-    """Small key/value facts about the mailbox (for example the Gmail `historyId` of the last complete scan)."""
+months = Table(
+    "months",
+    METADATA,
+    Column("month", Text, primary_key=True, nullable=False),
+    _count("messages"),
+    _count("bytes"),
+    sqlite_with_rowid=False,
+)
 
-    __tablename__ = "sync_state"
+domain_months = Table(
+    "domain_months",
+    METADATA,
+    Column("domain", Text, nullable=False),
+    Column("month", Text, nullable=False),
+    _count("messages"),
+    _count("bytes"),
+    PrimaryKeyConstraint("domain", "month"),
+    sqlite_with_rowid=False,
+)
 
-    key: Mapped[str] = mapped_column(Text, primary_key=True)
-    value: Mapped[str] = mapped_column(Text)
+# Substring search over address and name: an FTS5 trigram index (SQLite >= 3.34) on `senders.id`, so a search,
+# even one that matches nothing, reads the index instead of every row. Kept by `ingester.search_index` (a
+# trigger into FTS5 on the sender upsert made every batch several times slower).
+SEARCH_DDL: tuple[str, ...] = (
+    "CREATE VIRTUAL TABLE sender_search USING fts5(sender, display_name, content='senders', content_rowid='id',"
+    " tokenize='trigram')",
+)
 
-
-class GmailRetry(Base):
-    """Gmail ids a scan could not fetch within its retry budget; the next scan fetches them first."""
-
-    __tablename__ = "gmail_retry"
-
-    gmail_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    run_id: Mapped[int | None] = mapped_column(Integer)
-    reason: Mapped[str] = mapped_column(Text, default="")
-
-
-class BackfillChecked(Base):
-    """Scan rows the Message-ID backfill has settled: `found`, `none` (no Message-ID) or `gone` (deleted)."""
-
-    __tablename__ = "backfill_checked"
-
-    mail_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    status: Mapped[str] = mapped_column(Text)
+# `create_all` (used by the schema test as the reference) adds the search index after the tables.
+for _statement in SEARCH_DDL:
+    event.listen(METADATA, "after_create", DDL(_statement))  # type: ignore[no-untyped-call]

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
-from shared.models import OPEN_STATES, IngestRun, RunOutcome, RunState, Source
+from shared.errors import ErrorKind
+from shared.models import OPEN_STATES, RunOutcome, RunState, Source, ingest_runs
 
 WARNINGS_TAIL_MAX = 50
 # Never shown outside the ingester: a page token is a credential-like cursor, the fingerprint is internal.
 PRIVATE_COLUMNS = frozenset({"resume_token", "mbox_fingerprint", "launch_token"})
-_T = cast(Table, IngestRun.__table__)
+_T = ingest_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ def abandon_open_runs(conn: Connection, *, now: float) -> int:
             outcome=str(RunOutcome.PARTIAL),
             finished_at_unix=int(now),
             updated_at_unix=int(now),
-            error_kind="abandoned",
+            error_kind=ErrorKind.ABANDONED,
             error="the ingester stopped without recording an end (killed or crashed); resume it to finish",
         )
     )

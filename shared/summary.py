@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, select
 
-from shared.models import Sender
+from shared.models import senders
 
 SENDER_COLUMNS = (
     "sender",
@@ -35,7 +35,7 @@ class SenderRow:
 
 def all_senders(conn: Connection) -> list[SenderRow]:
     """Every sender, most mail first, ties by sender key."""
-    t = cast(Table, Sender.__table__)
+    t = senders
     stmt = select(*(t.c[name] for name in SENDER_COLUMNS)).order_by(t.c.mails_sent.desc(), t.c.sender.asc())
     return [SenderRow(*row) for row in conn.execute(stmt)]
 

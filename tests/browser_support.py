@@ -13,6 +13,9 @@ import pytest
 import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
+from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.models import RunOutcome, RunState, Source
+from shared.runs import add_warnings, create_run, finish_run, update_run
 from viewer.app import create_app
 from viewer.settings import ViewerSettings
 
@@ -86,12 +89,116 @@ class Console:
     def _on_console(self, message: ConsoleMessage) -> None:
         text = message.text
         if message.type == "error" or "Content Security Policy" in text or "Refused to" in text:
-            # A 503/409 the page handles is logged by chromium as a failed resource; only report other errors.
-            if "Failed to load resource" in text and any(code in text for code in ("409", "503")):
+            # A 409/422/503 the page explains is logged by chromium as a failed resource; only report other errors.
+            if "Failed to load resource" in text and any(code in text for code in ("409", "422", "503")):
                 return
             self.problems.append(f"{message.type}: {text}")
 
 
-def shoot(page: Page, name: str) -> None:
+def shoot(page: Page, name: str, *, full_page: bool = True) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+
+
+# ---- Scenarios shared by the trust-bug tests and the "before" captures -------------------------------------------
+
+
+def many_senders(count: int = 120) -> list[tuple[object, ...]]:
+    """`count` senders with falling counts; every third mostly unread, every fourth a mailing list."""
+    return [
+        (
+            f"user{i:03d}@{'news' if i % 4 == 0 else 'mail'}{i % 7}.example.com",
+            f"{chr(90 - i % 26)}-person {i:03d}",  # names sort differently from addresses
+            1000 - i,
+            1_500_000_000 + i * 86_400,
+            1_700_000_000 + i,
+            (i + 1) * 10_000,
+            (1000 - i) * 9 // 10 if i % 3 == 0 else i % 5,
+            1 if i % 4 == 0 else 0,
+        )
+        for i in range(count)
+    ]
+
+
+def seed_history(db_path: Path) -> None:
+    """Runs whose history used to contradict itself: done/complete, done/partial with warnings, a failed scan
+    that counted nothing, a cancelled import with warnings."""
+    engine = writer_engine(db_path)
+    with engine.begin() as conn:
+        partial = create_run(conn, source=Source.MBOX, pid=1, now=1_700_000_100, mbox_path="/nowhere/p.mbox")
+        update_run(conn, partial, now=1_700_000_110, messages_seen=500, messages_new=480, messages_skipped=20)
+        add_warnings(conn, partial, ["byte 1234: a header line has no colon", "byte 99871: message without From"])
+        finish_run(conn, partial, state=RunState.DONE, outcome=RunOutcome.PARTIAL, now=1_700_000_120)
+        scan = create_run(conn, source=Source.GMAIL_API, pid=1, now=1_700_000_200)
+        finish_run(
+            conn,
+            scan,
+            state=RunState.FAILED,
+            outcome=RunOutcome.PARTIAL,
+            now=1_700_000_210,
+            error_kind="missing_credentials",
+            error="no OAuth client file at /secrets/credentials.json",
+        )
+        cancelled = create_run(conn, source=Source.MBOX, pid=1, now=1_700_000_300, mbox_path="/nowhere/c.mbox")
+        update_run(
+            conn, cancelled, now=1_700_000_310, messages_seen=300, messages_new=300, bytes_total=1000, bytes_done=470
+        )
+        add_warnings(conn, cancelled, ["byte 555: Date header unreadable"])
+        finish_run(conn, cancelled, state=RunState.CANCELLED, outcome=RunOutcome.PARTIAL, now=1_700_000_320)
+    close_writer_keeping_sidecars(engine, db_path)
+
+
+def new_page(
+    chromium: Browser, *, width: int = 1440, dark: bool = False, timeout_ms: int = 60_000
+) -> tuple[Page, Console]:
+    context = chromium.new_context(
+        viewport={"width": width, "height": 900 if width > 500 else 844}, color_scheme="dark" if dark else "light"
+    )
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    return page, Console(page)
+
+
+# sender, display name, messages, unread, List-Unsubscribe header (or ""), one-click
+FEATURE_SENDERS: list[tuple[str, str, int, int, str, bool]] = [
+    (
+        "news@shop.example.com",
+        "Shop News",
+        60,
+        55,
+        "<https://shop.example.com/unsub?u=1>, <mailto:u@shop.example.com>",
+        True,
+    ),
+    ("deals@mail.shop.example.com", "Shop Deals", 20, 18, "<mailto:unsub@shop.example.com>", False),
+    ("alice@friends.example.org", "Alice", 30, 0, "", False),
+    ("bob@friends.example.org", "Bob", 12, 2, "", False),
+    ("digest@news.example.co.uk", "Daily Digest", 15, 14, "<https://news.example.co.uk/u>", False),
+    ("rare@once.example.net", "", 2, 2, "<https://once.example.net/u>", False),
+]
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+def feature_mbox() -> bytes:
+    """A Takeout-like mbox with unread labels, List-Unsubscribe headers and dates spread over three years."""
+    parts: list[bytes] = []
+    n = 0
+    for sender, name, count, unread, unsubscribe, one_click in FEATURE_SENDERS:
+        for i in range(count):
+            month = n % 36  # every month of 2021-2023 has mail
+            when = f"{(i % 27) + 1:02d} {_MONTHS[month % 12]} {2021 + month // 12} 10:00:00 +0000"
+            labels = "Inbox,Unread" if i < unread else "Inbox"
+            head = f"From: {name} <{sender}>" if name else f"From: {sender}"
+            lines = [
+                f"From {n}@xxx Fri Dec 04 20:33:24 +0000 2020",
+                head,
+                f"Date: {when}",
+                f"Message-ID: <{n}.feature@test>",
+                f"X-Gmail-Labels: {labels}",
+            ]
+            if unsubscribe:
+                lines.append(f"List-Unsubscribe: {unsubscribe}")
+                if one_click:
+                    lines.append("List-Unsubscribe-Post: List-Unsubscribe=One-Click")
+            parts.append(("\n".join(lines) + "\n\nbody\n").encode())
+            n += 1
+    return b"".join(parts)

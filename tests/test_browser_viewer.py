@@ -1,8 +1,10 @@
-"""The page in Debian's chromium: onboarding to a filled table, table controls, cancel and resume; no console
-errors and no CSP violations. Screenshots of the main states go to tests/artifacts/."""
+"""The page in Debian's chromium: onboarding to a filled table, table controls, progress states (cancel and resume
+are in test_browser_trust.py); no console errors and no CSP violations. Screenshots of the main states go to
+tests/artifacts/."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import IngestLock
 from shared.models import Source
 from shared.runs import create_run
@@ -72,8 +75,8 @@ def test_onboarding_pick_a_file_import_and_see_the_table(chromium: Browser, tmp_
         expect(page.locator("#tile-senders")).to_have_text("230")
         expect(page.locator("#progress")).to_be_hidden()
         expect(page.locator("#rows tr")).to_have_count(50)
-        expect(page.locator("#history-list li")).to_have_count(1)
-        expect(page.locator("#history-list li").first).to_contain_text("done")
+        expect(page.locator("#history-list > li")).to_have_count(1)
+        expect(page.locator("#history-list > li").first).to_contain_text("done")
         shoot(page, "table-1280-light")
         page.context.close()
         for width, dark, name in (
@@ -88,7 +91,7 @@ def test_onboarding_pick_a_file_import_and_see_the_table(chromium: Browser, tmp_
             shoot(page2, name)
             assert console2.problems == []
             page2.context.close()
-    assert console.problems == []
+        assert console.problems == []
 
 
 def test_search_sort_paging_and_hide(chromium: Browser, tmp_path: Path, db_path: Path) -> None:
@@ -112,10 +115,10 @@ def test_search_sort_paging_and_hide(chromium: Browser, tmp_path: Path, db_path:
         expect(page.locator("#range")).to_have_text("26\u201350 of 120 senders")
         assert _row_senders(page)[0] == "user025@example.com"
 
-        page.click("button.sort[data-sort='sender']")
+        page.click("th[data-col='who'] button.sort")
         expect(page.locator("#range")).to_have_text("1\u201325 of 120 senders")
         expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "user000@example.com")
-        page.click("button.sort[data-sort='sender']")
+        page.click("th[data-col='who'] button.sort")
         expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "user119@example.com")
 
         page.fill("#search", "user05")
@@ -124,37 +127,18 @@ def test_search_sort_paging_and_hide(chromium: Browser, tmp_path: Path, db_path:
 
         page.locator("#rows tr").first.get_by_role("button", name=re.compile("^Hide")).click()
         expect(page.locator("#rows tr")).to_have_count(9)
+        expect(page.locator("#undo")).to_be_visible()
         page.reload()  # page size and hidden senders are remembered; the search is not
         expect(page.locator("#rows tr")).to_have_count(25)
         expect(page.locator("#page-size")).to_have_value("25")
         page.fill("#search", "user05")
         expect(page.locator("#rows tr")).to_have_count(9)
-        page.check("#show-hidden")
-        expect(page.locator("#rows tr.is-hidden")).to_have_count(1)
-        page.locator("#rows tr.is-hidden").get_by_role("button", name=re.compile("^Unhide")).click()
-        expect(page.locator("#rows tr.is-hidden")).to_have_count(0)
+        expect(page.locator("#hidden-count")).to_have_text("1")
+        page.click("#hidden-toggle")
+        page.locator("#hidden-list").get_by_role("button", name="Unhide user059@example.com").click()
         expect(page.locator("#rows tr")).to_have_count(10)
-    assert console.problems == []
-
-
-def test_cancel_then_resume_from_history(chromium: Browser, tmp_path: Path) -> None:
-    (tmp_path / "imports").mkdir()
-    (tmp_path / "imports" / "big.mbox").write_bytes(mbox_bytes(200_000, senders=40, tag="c"))
-    with serve(make_settings(tmp_path)) as url:
-        page, console = _page(chromium)
-        page.goto(url)
-        page.click("#start-import")
-        page.click("#progress-cancel")
-        expect(page.locator("#history-list li").first).to_contain_text("cancelled")
-        expect(page.locator("#progress")).to_be_hidden()
-        shoot(page, "cancelled-1280-light")
-        page.locator("#history-list li").first.get_by_role("button", name="Log").click()
-        expect(page.locator("#history-log")).to_contain_text("--resume")  # the ingester's own resume hint
-        page.locator("#history-list li").first.get_by_role("button", name="Resume").click()
-        expect(page.locator("#history-list li").first).to_contain_text("done", timeout=120_000)
-        expect(page.locator("#history-list li")).to_have_count(1)  # resumed in place, not a new run
-        expect(page.locator("#tile-messages")).to_have_text("200,000")
-    assert console.problems == []
+        expect(page.locator("#hidden-count")).to_have_text("0")
+        assert console.problems == []
 
 
 def test_progress_states_consent_stall_retry_failure_and_mixed_sources(
@@ -201,7 +185,7 @@ def test_progress_states_consent_stall_retry_failure_and_mixed_sources(
                 "UPDATE ingest_runs SET state = 'running', auth_url = NULL, messages_seen = 1500, messages_new = 1200,"
                 " updated_at_unix = :t, warnings_tail = :w WHERE run_id = :r",
                 t=int(time.time()) - 60,
-                w='["HTTP 429 rateLimitExceeded: retrying in 4 s"]',
+                w=json.dumps([f"{RETRY_WARNING_PREFIX} attempt 1 in 4.0 s after messages.get: 429"]),
                 r=run_id,
             )
             expect(page.locator("#progress-stalled")).to_be_visible()
@@ -214,12 +198,13 @@ def test_progress_states_consent_stall_retry_failure_and_mixed_sources(
                 t=int(time.time()),
                 r=run_id,
             )
-            lock.release()  # the ingester ended: the failure stays on screen with its remedy
-            expect(page.locator("#progress-failure")).to_be_visible()
-            expect(page.locator("#progress-failure-title")).to_contain_text("Advanced Protection")
-            expect(page.locator("#progress-failure-error")).to_have_text("Error 400: policy_enforced")
+            lock.release()  # the ingester ended: the failure stays at the top with its remedy
+            expect(page.locator("#run-banner")).to_be_visible()
+            expect(page.locator("#run-banner-title")).to_have_text("Scan failed at 30% — counts are partial.")
+            expect(page.locator("#run-banner-text")).to_contain_text("Advanced Protection")
+            expect(page.locator("#run-banner-error")).to_have_text("Error 400: policy_enforced")
             shoot(page, "policy-enforced-1280-dark")
-            page.get_by_role("button", name="Import a Takeout mailbox").click()
+            page.locator("#run-banner").get_by_role("button", name="Import a Takeout mailbox").click()
             expect(page.locator("#card-import")).to_be_visible()
             expect(page.locator("#card-import")).to_have_class(re.compile("highlight"))
             assert console.problems == []

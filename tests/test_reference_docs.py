@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from ingester import cli
 from ingester.settings import IngesterSettings
 from ingester.signals import ABORT_EXIT_CODE
-from shared.errors import GmailStatsError
+from shared.errors import ErrorKind, GmailStatsError
 from tests.conftest import REPO_ROOT
 from tools.reference import REFERENCE, rendered
 from viewer.api import router
@@ -50,7 +50,12 @@ def test_exit_codes_are_the_codes_the_code_returns() -> None:
 
 
 def string_constants(node: ast.AST) -> set[str]:
-    return {sub.value for sub in ast.walk(node) if isinstance(sub, ast.Constant) and isinstance(sub.value, str)}
+    """The strings in `node`: literals, and `ErrorKind.NAME` members as their values."""
+    found = {sub.value for sub in ast.walk(node) if isinstance(sub, ast.Constant) and isinstance(sub.value, str)}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "ErrorKind":
+            found.add(ErrorKind[sub.attr].value)
+    return found
 
 
 def _holds_pairs(target: ast.expr) -> bool:

@@ -25,6 +25,23 @@ def _sender(row: tuple[object, ...]) -> dict[str, object]:
     return {**dict(zip(keys, row[:7], strict=True)), "list_unsubscribe": row[7]}
 
 
+DOMAINS = {"news@shop.example": "shop.example", "100%_real@odd.example": "odd.example"}
+GMAIL = "https://mail.google.com/mail/u/0/#search/from%3A"
+
+
+def _row(row: tuple[object, ...]) -> dict[str, object]:
+    """The `/api/senders` shape of a `SENDERS` row."""
+    sender, mails, unread = str(row[0]), int(row[2]), int(row[6])  # type: ignore[call-overload]
+    return {
+        **_sender(row),
+        "domain": DOMAINS.get(sender, "example.com" if sender.endswith("@example.com") else ""),
+        "unread_ratio": round(unread / mails, 4),
+        "unsubscribe_url": row[8] if len(row) > 8 else None,
+        "one_click": bool(row[9]) if len(row) > 9 else False,
+        "gmail_url": GMAIL + sender.replace("%", "%25").replace("@", "%40"),
+    }
+
+
 def test_missing_database_is_onboarding_and_never_created(tmp_path: Path) -> None:
     settings = make_settings(tmp_path)
     with viewer(settings) as client:
@@ -33,7 +50,8 @@ def test_missing_database_is_onboarding_and_never_created(tmp_path: Path) -> Non
         assert client.get("/api/runs").json()["runs"] == []
         assert client.get("/api/summary").json()["senders"] == []
         assert client.get("/api/export.csv").text == (
-            "sender,display_name,mails_sent,first_seen_unix,last_seen_unix,bytes,unread,list_unsubscribe\n"
+            "sender,display_name,domain,mails_sent,unread,unread_ratio,bytes,first_seen,last_seen,list_unsubscribe,"
+            "unsubscribe_url,one_click,gmail_url\n"
         )
     assert status["db"] == "missing"
     assert status["active_run"] is None and status["last_run"] is None
@@ -41,6 +59,7 @@ def test_missing_database_is_onboarding_and_never_created(tmp_path: Path) -> Non
     assert len(bytes.fromhex(status["csrf_token"])) == 32
     assert {k: v for k, v in senders.items() if k != "generated_at_unix"} == {
         "total": 0,
+        "matched_messages": 0,
         "senders": [],
         "total_messages": 0,
         "total_senders": 0,
@@ -90,10 +109,11 @@ def test_senders_default_page_whole_body(tmp_path: Path, db_path: Path) -> None:
     ordered = sorted(SENDERS, key=lambda r: (-r[2], r[0]))
     assert body == {
         "total": 6,
-        "senders": [_sender(r) for r in ordered[:3]],
+        "matched_messages": 70,
+        "senders": [_row(r) for r in ordered[:3]],
         "total_messages": 70,
         "total_senders": 6,
-        "top_sender": _sender(ordered[0]),
+        "top_sender": _row(ordered[0]),
         "generated_at_unix": body["generated_at_unix"],
     }
 
@@ -160,7 +180,7 @@ def test_summary_is_the_export_document(tmp_path: Path, db_path: Path) -> None:
 
 
 def test_export_csv_streams_the_whole_table(tmp_path: Path, db_path: Path) -> None:
-    many = [(f"s{i:05d}@bulk.example", f"Bulk {i}", i % 97, 1, 2, i, 0, 0) for i in range(5000)]
+    many = [(f"s{i:05d}@bulk.example", f"Bulk {i}", i % 97 + 1, 1, 2, i, 0, 0) for i in range(5000)]
     seed(db_path, senders=many)
     with viewer(make_settings(tmp_path)) as client:
         response = client.get("/api/export.csv")
@@ -172,12 +192,17 @@ def test_export_csv_streams_the_whole_table(tmp_path: Path, db_path: Path) -> No
     assert rows[0] == {
         "sender": "s00096@bulk.example",
         "display_name": "Bulk 96",
-        "mails_sent": "96",
-        "first_seen_unix": "1",
-        "last_seen_unix": "2",
-        "bytes": "96",
+        "domain": "bulk.example",
+        "mails_sent": "97",
         "unread": "0",
+        "unread_ratio": "0.0",
+        "bytes": "96",
+        "first_seen": "1970-01-01T00:00:01Z",
+        "last_seen": "1970-01-01T00:00:02Z",
         "list_unsubscribe": "0",
+        "unsubscribe_url": "",
+        "one_click": "0",
+        "gmail_url": GMAIL + "s00096%40bulk.example",
     }
 
 

@@ -112,6 +112,8 @@ def api_schema(fuzz_client: TestClient) -> schemathesis.BaseSchema:
 OPERATIONS = [
     ("GET", "/api/summary"),
     ("GET", "/api/senders"),
+    ("GET", "/api/domains"),
+    ("GET", "/api/volume"),
     ("GET", "/api/export.csv"),
     ("GET", "/api/status"),
     ("GET", "/api/runs"),
@@ -120,7 +122,15 @@ OPERATIONS = [
     ("POST", "/api/runs/{run_id}/cancel"),
     ("GET", "/api/runs/{run_id}/log"),
 ]
-WITH_INPUTS = {"/api/senders", "/api/runs", "/api/runs/{run_id}/cancel", "/api/runs/{run_id}/log"}
+WITH_INPUTS = {
+    "/api/senders",
+    "/api/domains",
+    "/api/volume",
+    "/api/export.csv",
+    "/api/runs",
+    "/api/runs/{run_id}/cancel",
+    "/api/runs/{run_id}/log",
+}
 CHECKS = [
     schemathesis.checks.not_a_server_error,
     status_code_conformance,
@@ -168,6 +178,8 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
     assert set(document["paths"]) == {
         "/api/summary",
         "/api/senders",
+        "/api/domains",
+        "/api/volume",
         "/api/export.csv",
         "/api/status",
         "/api/runs",

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fastapi.testclient import TestClient
-from sqlalchemy import text
 
+from ingester.records import MailRecord
+from ingester.store import count_batch
+from shared import models
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.migration_rollups import BACKFILL_ROLLUPS
 from shared.migrations import migrate
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
@@ -24,30 +27,75 @@ from viewer.settings import ViewerSettings
 BASE_URL = "http://127.0.0.1:7878"
 T = TypeVar("T")
 
-# sender, display_name, mails_sent, first_seen, last_seen, bytes, unread, list_unsubscribe
-SENDERS: list[tuple[str, str, int, int | None, int | None, int, int, int]] = [
-    ("news@shop.example", "Shop News", 40, 1_600_000_000, 1_700_000_300, 400_000, 30, 1),
+# sender, display_name, mails_sent, first_seen, last_seen, bytes, unread, list_unsubscribe[, target, one-click]
+SENDERS: list[tuple[Any, ...]] = [
+    (
+        "news@shop.example",
+        "Shop News",
+        40,
+        1_600_000_000,
+        1_700_000_300,
+        400_000,
+        30,
+        1,
+        "https://shop.example/u",
+        True,
+    ),
     ("alice@example.com", "Alice", 12, 1_600_000_100, 1_700_000_100, 50_000, 0, 0),
     ("bob@example.com", "Bob", 12, 1_600_000_200, 1_700_000_200, 90_000, 2, 0),
     ("12345", "", 3, None, None, 3_000, 0, 0),
     ("", "", 1, 1_600_000_000, 1_600_000_000, 700, 1, 0),
-    ("100%_real@odd.example", "Percent", 2, 1_650_000_000, 1_650_000_000, 1_000, 0, 1),
+    ("100%_real@odd.example", "Percent", 2, 1_650_000_000, 1_650_000_000, 1_000, 0, 1, "mailto:u@odd.example"),
 ]
 
 
-def seed(db_path: Path, senders: Sequence[tuple[Any, ...]] = SENDERS, *, finished_runs: int = 1) -> None:
+def records_for(senders: Sequence[tuple[Any, ...]]) -> Iterator[MailRecord]:
+    """Messages that add up to each row's totals: first and last dates, bytes, unread and List-Unsubscribe counts.
+
+    An optional 9th field is the unsubscribe target, 10th whether it is one-click (both on the newest message).
+    """
+    for sender, name, count, first, last, size, unread, unsubscribe, *target in senders:
+        for i in range(count):
+            date = None if first is None else first if i == 0 else last
+            newest = i == count - 1
+            web = target[0] if target and newest and str(target[0]).startswith("http") else None
+            mailto = target[0] if target and newest and str(target[0]).startswith("mailto") else None
+            yield MailRecord(
+                mail_id=f"mid:{i}.{sender}",
+                rfc_message_id=f"{i}.{sender}",
+                gmail_id=None,
+                sender=sender,
+                display_name=name,
+                date_unix=date,
+                size_bytes=size // count + (size % count if i == 0 else 0),
+                labels="",
+                unread=i < unread,
+                list_unsubscribe=i < unsubscribe,
+                unsubscribe_web=web,
+                unsubscribe_mailto=mailto,
+                one_click=bool(target[1:2] and target[1] and newest),
+            )
+
+
+def seed(
+    db_path: Path, senders: Sequence[tuple[Any, ...]] = SENDERS, *, finished_runs: int = 1, through_store: bool = True
+) -> None:
     """A migrated real file with senders and finished mbox runs, closed the way the ingester closes it."""
     engine = writer_engine(db_path)
     migrate(engine)
     with engine.begin() as conn:
-        for row in senders:
+        if through_store:
+            # Through the ingesters' own writer, so the rollups and the search index are the real ones.
+            count_batch(conn, list(records_for(senders)), source=Source.MBOX, run_id=1)
+        else:
+            # Only `senders` rows, in one block of pages (tests that damage the table need that layout).
+            columns = ("sender", "display_name", "mails_sent", "first_seen_unix", "last_seen_unix", "bytes", "unread")
             conn.execute(
-                text(
-                    "INSERT INTO senders (sender, display_name, mails_sent, first_seen_unix, last_seen_unix, bytes,"
-                    " unread, list_unsubscribe) VALUES (:s, :d, :m, :f, :l, :b, :u, :lu)"
-                ),
-                dict(zip(("s", "d", "m", "f", "l", "b", "u", "lu"), row, strict=True)),
+                models.senders.insert(),
+                [{**dict(zip(columns, row[:7], strict=True)), "list_unsubscribe": row[7]} for row in senders],
             )
+            for statement in BACKFILL_ROLLUPS:  # the sums a migrated file starts with
+                conn.exec_driver_sql(statement)
         for n in range(finished_runs):
             run_id = create_run(
                 conn,

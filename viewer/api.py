@@ -12,33 +12,44 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
 
+from shared.errors import RETRY_WARNING_PREFIX, ErrorKind
 from shared.lock import is_lock_held
+from shared.models import RunState
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
-from viewer import queries
+from viewer import rollup_queries, sender_queries
 from viewer.control import LaunchAsk, RunControl
 from viewer.database import Database
 from viewer.deps import CacheDep, ClockDep, ControlDep, CsrfDep, DatabaseDep, RatesDep, SettingsDep
+from viewer.errors import ApiError
 from viewer.export import build_csv
+from viewer.filters import FilterDep, SenderFilter
 from viewer.imports import list_mbox_files, relative_to_import_dir
-from viewer.queries import DbState, SortKey, SortOrder
+from viewer.queries import DbState
+from viewer.rollup_queries import DomainSort
 from viewer.schemas import (
     MAX_ID,
     CancelledOut,
+    DomainOut,
+    DomainsOut,
     ErrorOut,
     ImportFileOut,
     ImportsOut,
     LaunchBody,
     LaunchedOut,
+    MonthOut,
     RunLogOut,
     RunOut,
     RunsOut,
     SenderOut,
+    SenderRowOut,
     SendersOut,
     StatusOut,
     SummaryOut,
+    VolumeOut,
 )
+from viewer.sender_queries import SenderListRow, SortKey, SortOrder
 
 # Every route may answer with the error shape: 4XX for the request (including the guard's 403/413/415), 503 for
 # a database it cannot read right now. Declaring 422 here also replaces FastAPI's own `{"detail": ...}` schema.
@@ -69,7 +80,12 @@ def _run_out(run: Run, control: RunControl) -> RunOut:
     return RunOut(**data, owned=control.owns(run) is not None)
 
 
-def _json(model: SendersOut | StatusOut) -> bytes:
+def is_retrying(state: str, warnings_tail: list[str]) -> bool:
+    """A running run whose latest warning is a retry (the ingester writes them with `RETRY_WARNING_PREFIX`)."""
+    return state == RunState.RUNNING and bool(warnings_tail) and warnings_tail[-1].startswith(RETRY_WARNING_PREFIX)
+
+
+def _json(model: SendersOut | StatusOut | DomainsOut | VolumeOut) -> bytes:
     return model.model_dump_json().encode()
 
 
@@ -92,7 +108,7 @@ def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
 def senders(
     database: DatabaseDep,
     clock: ClockDep,
-    q: Annotated[str, Query(max_length=200)] = "",
+    f: FilterDep,
     sort: SortKey = SortKey.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
     offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
@@ -100,46 +116,136 @@ def senders(
     *,
     cache: CacheDep,
 ) -> Response:
-    key = ("senders", q, sort, order, offset, limit)
+    key = ("senders", f.key(), sort, order, offset, limit)
 
     def compute() -> bytes:
-        return _json(_senders(database, clock, q, sort, order, offset, limit))
+        return _json(_senders(database, clock, f, sort, order, offset, limit))
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
     return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
 
 
+def _row_out(row: SenderListRow) -> SenderRowOut:
+    return SenderRowOut(**asdict(row))
+
+
 def _senders(
-    database: Database, clock: Clock, q: str, sort: SortKey, order: SortOrder, offset: int, limit: int
+    database: Database, clock: Clock, f: SenderFilter, sort: SortKey, order: SortOrder, offset: int, limit: int
 ) -> SendersOut:
     now = int(clock())
     if database.exists():
         with database.connect() as conn:
             snap = database.require_ready(conn)
             if snap.totals is not None and snap.state is DbState.READY:
-                page = queries.senders_page(
-                    conn, q=q.strip(), sort=sort, order=order, offset=offset, limit=limit, total=snap.totals.senders
+                hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
+                everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
+                page = sender_queries.senders_page(
+                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, known=None if f.narrows else everyone
                 )
-                top = snap.totals.top_sender
+                top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(
                     total=page.total,
-                    senders=[_sender(s) for s in page.senders],
-                    total_messages=snap.totals.messages,
-                    total_senders=snap.totals.senders,
-                    top_sender=_sender(top) if top is not None else None,
+                    matched_messages=page.matched_messages,
+                    senders=[_row_out(s) for s in page.senders],
+                    total_messages=snap.totals.messages - hidden_messages,
+                    total_senders=snap.totals.senders - hidden_senders,
+                    top_sender=_row_out(top) if top is not None else None,
                     generated_at_unix=now,
                 )
-    return SendersOut(total=0, senders=[], total_messages=0, total_senders=0, top_sender=None, generated_at_unix=now)
+    return SendersOut(
+        total=0,
+        matched_messages=0,
+        senders=[],
+        total_messages=0,
+        total_senders=0,
+        top_sender=None,
+        generated_at_unix=now,
+    )
+
+
+@router.get("/domains", response_model=DomainsOut)
+def domains(
+    database: DatabaseDep,
+    clock: ClockDep,
+    f: FilterDep,
+    sort: DomainSort = DomainSort.MAILS_SENT,
+    order: SortOrder = SortOrder.DESC,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    *,
+    cache: CacheDep,
+) -> Response:
+    """Senders rolled up per registrable domain. Takes `q` (a substring of the domain) and `exclude=`; the other
+    sender filters do not apply to a whole domain."""
+    key = ("domains", f.q, f.exclude, sort, order, offset, limit)
+
+    def compute() -> bytes:
+        now = int(clock())
+        page = None
+        if database.exists():
+            with database.connect() as conn:
+                if database.require_ready(conn).state is DbState.READY:
+                    page = rollup_queries.domains_page(
+                        conn, q=f.q, exclude=f.exclude, sort=sort, order=order, offset=offset, limit=limit
+                    )
+        if page is None:
+            return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))
+        rows = [DomainOut(**asdict(d)) for d in page.domains]
+        out = DomainsOut(total=page.total, total_messages=page.total_messages, domains=rows, generated_at_unix=now)
+        return _json(out)
+
+    return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
+
+
+@router.get("/volume", response_model=VolumeOut)
+def volume(
+    database: DatabaseDep,
+    f: FilterDep,
+    sender: Annotated[str | None, Query(max_length=320, description="one sender's months")] = None,
+    *,
+    cache: CacheDep,
+) -> Response:
+    """Mail per calendar month: everything (hidden senders left out), one `sender`, or one `domain`."""
+    if sender is not None and f.domain is not None:
+        raise ApiError(422, ErrorKind.BAD_SCOPE, "ask for one sender or one domain, not both")
+    key = ("volume", sender, f.domain, f.exclude)
+
+    def compute() -> bytes:
+        found: rollup_queries.Volume | None = rollup_queries.Volume([], 0, 0)
+        if database.exists():
+            with database.connect() as conn:
+                snap = database.require_ready(conn)
+                if snap.totals is not None and snap.state is DbState.READY:
+                    _, hidden = sender_queries.excluded_sums(conn, f.exclude)
+                    found = rollup_queries.volume(
+                        conn,
+                        sender=sender,
+                        domain=f.domain,
+                        exclude=f.exclude,
+                        total=snap.totals.messages - hidden,
+                    )
+        if found is None:
+            raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
+        months = [MonthOut(**asdict(m)) for m in found.months]
+        return _json(VolumeOut(months=months, undated=found.undated))
+
+    return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
 
 
 @router.get(
     "/export.csv",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "every sender"}},
+    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "matching senders"}},
 )
-def export_csv(database: DatabaseDep) -> StreamingResponse:
+def export_csv(
+    database: DatabaseDep,
+    f: FilterDep,
+    sort: SortKey = SortKey.MAILS_SENT,
+    order: SortOrder = SortOrder.DESC,
+) -> StreamingResponse:
+    """The senders the page shows with the same filters and sort, every page at once; dates in ISO 8601 (UTC)."""
     # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
-    body = build_csv(database)
+    body = build_csv(database, f=f, sort=sort, order=order)
     return StreamingResponse(
         body.chunks(),
         media_type="text/csv; charset=utf-8",
@@ -193,6 +299,7 @@ def status(
             unrepaired_count=unrepaired,
             rate_per_sec=progress.rate_per_sec,
             eta_seconds=progress.eta_seconds,
+            retrying=active_out is not None and is_retrying(active_out.state, active_out.warnings_tail),
             csrf_token=csrf_token,
             now_unix=0,
         )

@@ -10,6 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, get_run, run_by_launch_token
@@ -68,18 +69,18 @@ class RunControl:
         # One launch at a time from this viewer; the ingest lock settles races with terminals and other viewers.
         with self._launch_lock:
             if is_lock_held(self.settings.db):
-                raise ApiError(409, "run_active", "an ingester is already running; wait for it or cancel it")
+                raise ApiError(409, ErrorKind.RUN_ACTIVE, "an ingester is already running; wait for it or cancel it")
             try:
                 launched = self.launcher.launch(request)
             except LaunchError as exc:
-                raise ApiError(500, "spawn_failed", str(exc), hint=exc.hint) from exc
+                raise ApiError(500, ErrorKind.SPAWN_FAILED, str(exc), hint=exc.hint) from exc
             with self._state_lock:
                 self._owned[launched.launch_token] = launched
             return self._wait_for_row(launched)
 
     def _request(self, ask: LaunchAsk) -> LaunchRequest:
         if ask.source not in (Source.MBOX, Source.GMAIL_API):
-            raise ApiError(422, "bad_source", "source must be `mbox` or `gmail_api`")
+            raise ApiError(422, ErrorKind.BAD_SOURCE, "source must be `mbox` or `gmail_api`")
         command = LaunchCommand.IMPORT if ask.source == Source.MBOX else LaunchCommand.SCAN
         token = secrets.token_hex(16)
         if ask.resume_run_id is not None:
@@ -87,7 +88,7 @@ class RunControl:
         if command is LaunchCommand.SCAN:
             return LaunchRequest(command=command, launch_token=token)
         if ask.path is None:
-            raise ApiError(422, "bad_path", "an import needs `path`, a file listed by /api/imports")
+            raise ApiError(422, ErrorKind.BAD_PATH, "an import needs `path`, a file listed by /api/imports")
         resolved = self._resolved_import(ask.path)
         return LaunchRequest(command=command, launch_token=token, import_path=resolved)
 
@@ -100,13 +101,13 @@ class RunControl:
                 if self.database.schema_ready(conn):
                     run = get_run(conn, run_id)
         if run is None:
-            raise ApiError(422, "bad_resume", f"there is no run {run_id}")
+            raise ApiError(422, ErrorKind.BAD_RESUME, f"there is no run {run_id}")
         if run.source != ask.source:
-            raise ApiError(422, "bad_resume", f"run {run_id} is a {run.source} run, not {ask.source}")
+            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} is a {run.source} run, not {ask.source}")
         if run.is_open and is_lock_held(self.settings.db):
-            raise ApiError(409, "run_active", f"run {run_id} is still running")
+            raise ApiError(409, ErrorKind.RUN_ACTIVE, f"run {run_id} is still running")
         if run.state == RunState.DONE and run.outcome == RunOutcome.COMPLETE and command is LaunchCommand.IMPORT:
-            raise ApiError(422, "bad_resume", f"run {run_id} is complete; start a new import instead")
+            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} is complete; start a new import instead")
         if command is LaunchCommand.SCAN:
             return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
         relative = relative_to_import_dir(self.settings.import_dir, run.mbox_path or "")
@@ -137,7 +138,9 @@ class RunControl:
                 if run is not None:
                     return run.run_id
                 if is_lock_held(self.settings.db):
-                    raise ApiError(409, "run_active", "another ingester started first; wait for it or cancel it")
+                    raise ApiError(
+                        409, ErrorKind.RUN_ACTIVE, "another ingester started first; wait for it or cancel it"
+                    )
                 tail = self.launcher.log_tail(launched, lines=1)
                 raise ApiError(
                     500,
@@ -170,13 +173,13 @@ class RunControl:
     def cancel(self, run_id: int) -> None:
         run, launched = self._owned_run(run_id)
         if run is None or launched is None:
-            raise ApiError(409, "not_owned", "this run was started elsewhere; cancel it where it was started")
+            raise ApiError(409, ErrorKind.NOT_OWNED, "this run was started elsewhere; cancel it where it was started")
         if not self.launcher.is_alive(launched):
-            raise ApiError(409, "not_running", f"run {run_id} is not running any more")
+            raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is not running any more")
         self.launcher.cancel(launched, grace_seconds=self.settings.cancel_grace_seconds)
 
     def log(self, run_id: int) -> list[str]:
         run, launched = self._owned_run(run_id)
         if run is None or launched is None:
-            raise ApiError(404, "not_owned", "only the log of a run started from this viewer is available")
+            raise ApiError(404, ErrorKind.NOT_OWNED, "only the log of a run started from this viewer is available")
         return self.launcher.log_tail(launched)

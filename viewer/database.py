@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from shared.db import reader_engine
+from shared.errors import ErrorKind
 from viewer import queries
 from viewer.errors import ApiError, from_bad_contents, from_database_error
 from viewer.queries import DbState, SourceMix, Totals
@@ -129,5 +130,7 @@ class Database:
         """The snapshot of a readable database; a too-new schema is a 503 the page explains."""
         snap = self.snapshot(conn)
         if snap.state is DbState.TOO_NEW:
-            raise ApiError(503, "db_too_new", "the database was written by a newer gmail-stats; upgrade the viewer")
+            raise ApiError(
+                503, ErrorKind.DB_TOO_NEW, "the database was written by a newer gmail-stats; upgrade the viewer"
+            )
         return snap

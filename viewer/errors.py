@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from shared.errors import GmailStatsError
+from shared.errors import ErrorKind, GmailStatsError
 
 log = logging.getLogger("viewer")
 
@@ -35,8 +35,8 @@ _TRANSIENT_CODES = frozenset(
     }
 )
 _STATUS_KINDS = {
-    404: ("not_found", "no such page or API route"),
-    405: ("method_not_allowed", "this route does not accept that method"),
+    404: (ErrorKind.NOT_FOUND, "no such page or API route"),
+    405: (ErrorKind.METHOD_NOT_ALLOWED, "this route does not accept that method"),
 }
 
 
@@ -59,10 +59,12 @@ def from_database_error(exc: BaseException) -> ApiError:
     name = getattr(orig, "sqlite_errorname", "") if isinstance(orig, sqlite3.Error) else ""
     text = str(orig).lower()
     if name in _TRANSIENT_CODES or "locked" in text or "busy" in text:
-        return ApiError(503, "busy", "the database is busy (an ingester is writing); retrying shortly")
+        return ApiError(503, ErrorKind.BUSY, "the database is busy (an ingester is writing); retrying shortly")
     if name.startswith("SQLITE_CANTOPEN"):
-        return ApiError(503, "busy", "the database could not be opened just now; retrying shortly")
-    return ApiError(503, "db_unreadable", "the database could not be read; run `gmail-stats runs` in a terminal")
+        return ApiError(503, ErrorKind.BUSY, "the database could not be opened just now; retrying shortly")
+    return ApiError(
+        503, ErrorKind.DB_UNREADABLE, "the database could not be read; run `gmail-stats runs` in a terminal"
+    )
 
 
 def from_bad_contents(exc: Exception) -> ApiError:
@@ -88,15 +90,19 @@ def install_error_handlers(app: FastAPI) -> None:
         first = exc.errors()[0] if exc.errors() else {}
         if tuple(first.get("loc", ())) == ("body", "source"):
             # The same kind the page has always seen for an unknown source, now that the schema lists them.
-            return JSONResponse(error_body("bad_source", "source must be `mbox` or `gmail_api`"), status_code=422)
+            return JSONResponse(
+                error_body(ErrorKind.BAD_SOURCE, "source must be `mbox` or `gmail_api`"), status_code=422
+            )
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         message = f"{where}: {first.get('msg', 'invalid value')}" if where else str(first.get("msg", "invalid request"))
-        return JSONResponse(error_body("bad_request", message), status_code=422)
+        return JSONResponse(error_body(ErrorKind.BAD_REQUEST, message), status_code=422)
 
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
         # Starlette's ServerErrorMiddleware calls this for anything unhandled, then re-raises for the server log.
         log.error("unhandled error: %r", exc)
-        return JSONResponse(error_body("internal", "the viewer hit an unexpected error; see its log"), status_code=500)
+        return JSONResponse(
+            error_body(ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log"), status_code=500
+        )
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.errors import ErrorKind
 from shared.mbox_format import sniff_mbox
 from viewer.errors import ApiError
 
@@ -52,30 +53,30 @@ def list_mbox_files(import_dir: Path) -> list[ImportFile]:
 def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Path:
     """The real path of `relative` inside the folder; raises `ApiError(422, "bad_path")` otherwise."""
     if not relative or "\x00" in relative or Path(relative).is_absolute():
-        raise ApiError(422, "bad_path", "give a path relative to the import folder, as listed by /api/imports")
+        raise ApiError(422, ErrorKind.BAD_PATH, "give a path relative to the import folder, as listed by /api/imports")
     try:
         root = import_dir.resolve(strict=True)
     except OSError:
         raise ApiError(
-            422, "bad_path", "the import folder does not exist; create it and put the .mbox file in it"
+            422, ErrorKind.BAD_PATH, "the import folder does not exist; create it and put the .mbox file in it"
         ) from None
     try:
         target = (root / relative).resolve(strict=True)
     except (OSError, RuntimeError):
-        raise ApiError(422, "bad_path", "no such file in the import folder") from None
+        raise ApiError(422, ErrorKind.BAD_PATH, "no such file in the import folder") from None
     if not target.is_relative_to(root):
-        raise ApiError(422, "bad_path", "that path leads outside the import folder")
+        raise ApiError(422, ErrorKind.BAD_PATH, "that path leads outside the import folder")
     info = target.stat()
     if not stat.S_ISREG(info.st_mode):
-        raise ApiError(422, "bad_path", "not a regular file; pick the .mbox file itself")
+        raise ApiError(422, ErrorKind.BAD_PATH, "not a regular file; pick the .mbox file itself")
     if sniff:
         try:
             with target.open("rb") as handle:
                 sniffed = sniff_mbox(handle)
         except OSError:
-            raise ApiError(422, "bad_path", "the file cannot be read by the viewer") from None
+            raise ApiError(422, ErrorKind.BAD_PATH, "the file cannot be read by the viewer") from None
         if sniffed.problem is not None:
-            raise ApiError(422, "bad_path", f"not an mbox file ({sniffed.reason})")
+            raise ApiError(422, ErrorKind.BAD_PATH, f"not an mbox file ({sniffed.reason})")
     return target
 
 

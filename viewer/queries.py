@@ -5,21 +5,16 @@ Routes never build SQL. Nothing here writes, and nothing here runs DDL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Connection, Table, and_, func, literal, or_, select, true
-from sqlalchemy.sql.elements import UnaryExpression
+from sqlalchemy import Connection, and_, func, literal, select
 
 from shared.migrations import LATEST_VERSION, schema_version
-from shared.models import IngestRun, SeenMail, Sender, Source
-from shared.summary import SENDER_COLUMNS, SenderRow
+from shared.models import Source, domains, ingest_runs, seen_mails
 
-_SENDERS = cast(Table, Sender.__table__)
-_SEEN = cast(Table, SeenMail.__table__)
-_RUNS = cast(Table, IngestRun.__table__)
+_SEEN = seen_mails
+_RUNS = ingest_runs
 _EXPORT_CHUNK = 2000
 
 
@@ -31,29 +26,10 @@ class DbState(StrEnum):
     READY = "ready"
 
 
-class SortKey(StrEnum):
-    MAILS_SENT = "mails_sent"
-    SENDER = "sender"
-    LAST_SEEN = "last_seen"
-    BYTES = "bytes"
-
-
-class SortOrder(StrEnum):
-    DESC = "desc"
-    ASC = "asc"
-
-
 @dataclass(frozen=True, slots=True)
 class Totals:
     senders: int
     messages: int
-    top_sender: SenderRow | None
-
-
-@dataclass(frozen=True, slots=True)
-class SendersPage:
-    total: int  # senders matching the search
-    senders: list[SenderRow]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,57 +52,13 @@ def schema_state(conn: Connection) -> tuple[DbState, int]:
     return DbState.READY, version
 
 
-def _row(values: Any) -> SenderRow:
-    return SenderRow(*values)
-
-
 def totals(conn: Connection) -> Totals:
-    count, messages = conn.execute(select(func.count(), func.coalesce(func.sum(_SENDERS.c.mails_sent), 0))).one()
-    top = conn.execute(_select_senders().order_by(*_order(SortKey.MAILS_SENT, SortOrder.DESC)).limit(1)).first()
-    return Totals(senders=int(count), messages=int(messages), top_sender=_row(top) if top is not None else None)
-
-
-def _select_senders() -> Any:
-    return select(*(_SENDERS.c[name] for name in SENDER_COLUMNS))
-
-
-def _order(sort: SortKey, order: SortOrder) -> list[UnaryExpression[Any]]:
-    s = _SENDERS.c
-    if sort is SortKey.SENDER:
-        return [s.sender.desc() if order is SortOrder.DESC else s.sender.asc()]
-    column = {SortKey.MAILS_SENT: s.mails_sent, SortKey.LAST_SEEN: s.last_seen_unix, SortKey.BYTES: s.bytes}[sort]
-    # Ascending is the exact reverse of descending, so `ix_senders_mails_sent (mails_sent DESC, sender)` serves both.
-    if order is SortOrder.DESC:
-        return [column.desc().nulls_last(), s.sender.asc()]
-    return [column.asc().nulls_first(), s.sender.desc()]
-
-
-def _search(q: str) -> ColumnElement[bool]:
-    if not q:
-        return true()
-    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    s = _SENDERS.c
-    return or_(s.sender.like(pattern, escape="\\"), s.display_name.like(pattern, escape="\\"))
-
-
-def senders_page(
-    conn: Connection, *, q: str, sort: SortKey, order: SortOrder, offset: int, limit: int, total: int | None
-) -> SendersPage:
-    """One page of senders; `total` is the known unfiltered count (skips a COUNT when there is no search)."""
-    where = _search(q)
-    if total is None or q:
-        total = int(conn.execute(select(func.count()).select_from(_SENDERS).where(where)).scalar_one())
-    stmt = _select_senders().where(where).order_by(*_order(sort, order)).limit(limit).offset(offset)
-    return SendersPage(total=total, senders=[_row(r) for r in conn.execute(stmt)])
-
-
-def iter_all_senders(conn: Connection) -> Iterator[SenderRow]:
-    """Every sender, most mail first, fetched in chunks so a 200k-sender export streams in flat memory."""
-    result = conn.execution_options(yield_per=_EXPORT_CHUNK).execute(
-        _select_senders().order_by(*_order(SortKey.MAILS_SENT, SortOrder.DESC))
-    )
-    for partition in result.partitions():
-        yield from (_row(r) for r in partition)
+    """Whole-mailbox sums from the per-domain rollup (far fewer rows than `senders`)."""
+    d = domains.c
+    count, messages = conn.execute(
+        select(func.coalesce(func.sum(d.senders), 0), func.coalesce(func.sum(d.mails_sent), 0))
+    ).one()
+    return Totals(senders=int(count), messages=int(messages))
 
 
 def source_mix(conn: Connection) -> SourceMix:

@@ -46,15 +46,63 @@ class SenderOut(_Out):
     list_unsubscribe: int
 
 
-class SendersOut(_Out):
-    """One page of senders plus the whole-table totals the header shows."""
+class SenderRowOut(SenderOut):
+    """A row of `/api/senders`: the summary columns plus what the page acts on (links only, never fetched)."""
 
-    total: int = Field(description="senders matching the search")
-    senders: list[SenderOut]
-    total_messages: int
-    total_senders: int
-    top_sender: SenderOut | None
+    domain: str = Field(description="registrable domain (public-suffix aware); '' when the address has none")
+    unread_ratio: float = Field(description="unread / mails_sent, 0 to 1, rounded to 4 places")
+    unsubscribe_url: str | None = Field(
+        description="the latest List-Unsubscribe target: https (or http) when offered, else mailto; null when none"
+    )
+    one_click: bool = Field(description="that target accepts RFC 8058 one-click (List-Unsubscribe-Post)")
+    gmail_url: str = Field(description="a Gmail web search for mail from this sender")
+
+
+class SendersOut(_Out):
+    """One page of senders; the totals leave out hidden (`exclude=`) senders, as the rows do."""
+
+    total: int = Field(description="senders matching every filter")
+    matched_messages: int = Field(description="messages of the senders matching every filter")
+    senders: list[SenderRowOut]
+    total_messages: int = Field(description="all messages except those of hidden senders")
+    total_senders: int = Field(description="all senders except hidden ones")
+    top_sender: SenderRowOut | None = Field(description="the sender with most mail, hidden ones left out")
     generated_at_unix: int
+
+
+class DomainOut(_Out):
+    domain: str
+    senders: int
+    mails_sent: int
+    bytes: int
+    unread: int
+    unread_ratio: float
+    list_unsubscribe: int = Field(description="messages that carried a List-Unsubscribe header")
+    first_seen_unix: int | None
+    last_seen_unix: int | None
+    gmail_url: str
+
+
+class DomainsOut(_Out):
+    """One page of registrable domains; `mails_sent` over all domains adds up to `total_messages`."""
+
+    total: int = Field(description="domains matching the search (and not wholly hidden)")
+    total_messages: int = Field(description="all messages except those of hidden senders")
+    domains: list[DomainOut]
+    generated_at_unix: int
+
+
+class MonthOut(_Out):
+    month: str = Field(description="UTC calendar month, YYYY-MM; months without mail in between are zeros")
+    messages: int
+    bytes: int
+
+
+class VolumeOut(_Out):
+    """Mail per month; `sum(months.messages) + undated` is exactly the scope's message count."""
+
+    months: list[MonthOut]
+    undated: int = Field(description="messages without a usable date")
 
 
 class SummaryOut(_Out):
@@ -103,6 +151,7 @@ class StatusOut(_Out):
     unrepaired_count: int
     rate_per_sec: float | None
     eta_seconds: float | None
+    retrying: bool = Field(description="the active run is waiting to retry Gmail calls (rate limit or errors)")
     csrf_token: str = Field(description="send it back as the X-Gmail-Stats-Csrf header on every POST")
     now_unix: int
 

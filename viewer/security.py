@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from shared.errors import ErrorKind
+
 CSRF_HEADER = "x-gmail-stats-csrf"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -25,7 +27,7 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 _STRIPPED = frozenset(name for name, _ in SECURITY_HEADERS)
 # The largest body the API takes: a launch request is well under 1 KiB (a path is at most 4096 characters).
 MAX_BODY_BYTES = 16 * 1024
-_TOO_LARGE = (413, "too_large", f"the request body is larger than {MAX_BODY_BYTES // 1024} KiB")
+_TOO_LARGE = (413, ErrorKind.TOO_LARGE, f"the request body is larger than {MAX_BODY_BYTES // 1024} KiB")
 
 
 async def _answer(send: Send, status: int, kind: str, text: str, *, close: bool = False) -> None:
@@ -115,12 +117,12 @@ class SecurityGuard:
                 await _answer(send_with_headers, *_TOO_LARGE, close=True)
                 return
             # The server's own 500 would carry none of the headers: answer here, then let it log the error.
-            await _answer(send_with_headers, 500, "internal", "the viewer hit an unexpected error; see its log")
+            await _answer(send_with_headers, 500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
             raise
         if too_large and not started:
             await _answer(send_with_headers, *_TOO_LARGE, close=True)
         elif not started:
-            await _answer(send_with_headers, 500, "internal", "the viewer hit an unexpected error; see its log")
+            await _answer(send_with_headers, 500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
 
     def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         headers: dict[str, str] = {}
@@ -131,7 +133,11 @@ class SecurityGuard:
             headers[name] = f"{headers[name]},{text}" if name in headers else text
         host = headers.get("host", "")
         if split_host(host) not in self.allowed_hosts:
-            return 403, "bad_host", "this viewer answers only to its own address (check GMAIL_STATS_ALLOWED_HOSTS)"
+            return (
+                403,
+                ErrorKind.BAD_HOST,
+                "this viewer answers only to its own address (check GMAIL_STATS_ALLOWED_HOSTS)",
+            )
         length = headers.get("content-length", "0")
         # Refused before a byte of the body is read (the server then stops reading, and closes).
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
@@ -141,16 +147,16 @@ class SecurityGuard:
         # The order is part of the contract: content type, token, Origin, Sec-Fetch-Site.
         media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
-            return 415, "bad_content_type", "send the request body as application/json"
+            return 415, ErrorKind.BAD_CONTENT_TYPE, "send the request body as application/json"
         token = headers.get(CSRF_HEADER, "").encode("latin-1")
         if not hmac.compare_digest(token, self.csrf_token):
-            return 403, "csrf", "missing or wrong X-Gmail-Stats-Csrf header; reload the page"
+            return 403, ErrorKind.CSRF, "missing or wrong X-Gmail-Stats-Csrf header; reload the page"
         origin = headers.get("origin")
         if origin is not None and not self._same_origin(origin, host):
-            return 403, "csrf", "cross-origin request refused"
+            return 403, ErrorKind.CSRF, "cross-origin request refused"
         fetch_site = headers.get("sec-fetch-site")
         if fetch_site is not None and fetch_site.lower() not in ("same-origin", "none"):
-            return 403, "csrf", "cross-site request refused"
+            return 403, ErrorKind.CSRF, "cross-site request refused"
         return None
 
     def _same_origin(self, origin: str, host: str) -> bool:

@@ -102,7 +102,13 @@ class Mailbox:
         if rng.random() >= 0.01:
             headers.append(("Message-ID", f"<{gmail_id}.{rng.getrandbits(32):08x}@{address.split('@')[1]}>"))
         if newsletter:
-            headers.append(("List-Unsubscribe", f"<mailto:unsubscribe@{address.split('@')[1]}>"))
+            host = address.split("@")[1]
+            # Half the newsletters also offer RFC 8058 one-click (by id parity: no extra random draws).
+            if self._next % 2:
+                headers.append(("List-Unsubscribe", f"<https://{host}/u/{gmail_id}>, <mailto:unsubscribe@{host}>"))
+                headers.append(("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"))
+            else:
+                headers.append(("List-Unsubscribe", f"<mailto:unsubscribe@{host}>"))
         message = FakeMessage(
             gmail_id=gmail_id,
             history_id=self.history_id,

@@ -1,0 +1,62 @@
+"""The sender filters shared by `/api/senders`, `/api/domains`, `/api/volume` and `/api/export.csv`.
+
+One frozen value built from query parameters, so a page and its export can never disagree. Hidden senders live in
+the browser and arrive as repeated `exclude=` parameters (a GET: no body, so the CSRF rules for writes stay as
+they are); they leave the totals as well as the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Query
+from pydantic import StringConstraints
+
+MAX_EXCLUDED = 200
+MAX_QUERY = 200
+
+
+@dataclass(frozen=True, slots=True)
+class SenderFilter:
+    q: str = ""
+    domain: str | None = None
+    min_messages: int = 0
+    min_unread_ratio: float = 0.0
+    has_unsubscribe: bool | None = None
+    exclude: tuple[str, ...] = ()
+
+    @property
+    def narrows(self) -> bool:
+        """True when any filter besides `exclude` is set (then the matching count is not the table's)."""
+        return bool(self.q or self.domain is not None or self.min_messages > 1 or self.min_unread_ratio > 0) or (
+            self.has_unsubscribe is not None
+        )
+
+    def key(self) -> tuple[object, ...]:
+        return (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe, self.exclude)
+
+
+def _sender_filter(
+    q: Annotated[str, Query(max_length=MAX_QUERY, description="substring of address or name")] = "",
+    domain: Annotated[str | None, Query(max_length=253, description="registrable domain, exactly")] = None,
+    min_messages: Annotated[int, Query(ge=0, le=2**31, description="senders with at least this many")] = 0,
+    min_unread_ratio: Annotated[float, Query(ge=0, le=1, description="unread share, 0 to 1")] = 0.0,
+    has_unsubscribe: Annotated[bool | None, Query(description="an unsubscribe link is known (or not)")] = None,
+    exclude: Annotated[
+        list[Annotated[str, StringConstraints(max_length=320)]],
+        Query(max_length=MAX_EXCLUDED, description="hidden senders, one `exclude=` per sender"),
+    ] = [],  # noqa: B006 - FastAPI copies defaults per request
+) -> SenderFilter:
+    excluded = tuple(sorted({e.strip().lower() for e in exclude if e.strip()}))
+    return SenderFilter(
+        q=q.strip(),
+        domain=domain.strip().lower() if domain is not None and domain.strip() else None,
+        min_messages=min_messages,
+        min_unread_ratio=min_unread_ratio,
+        has_unsubscribe=has_unsubscribe,
+        exclude=excluded,
+    )
+
+
+FilterDep = Annotated[SenderFilter, Depends(_sender_filter)]

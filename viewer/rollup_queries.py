@@ -1,0 +1,304 @@
+"""Per-domain rows and monthly volume, read from the rollups the ingesters keep (`domains`, `months`, ...).
+
+Hidden senders are subtracted exactly: their own rows are few, so the page stays an index walk plus a merge.
+Read-only; returns dataclasses.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, select, true
+
+from shared.models import domain_months, domains, months, sender_months, senders
+from viewer.sender_queries import SortOrder, gmail_search_url
+
+_D = domains.c
+_RATIO: ColumnElement[float] = literal_column("(CAST(domains.unread AS REAL) / max(domains.mails_sent, 1))")
+
+
+class DomainSort(StrEnum):
+    MAILS_SENT = "mails_sent"
+    DOMAIN = "domain"
+    SENDERS = "senders"
+    BYTES = "bytes"
+    LAST_SEEN = "last_seen"
+    FIRST_SEEN = "first_seen"
+    UNREAD_RATIO = "unread_ratio"
+
+
+@dataclass(frozen=True, slots=True)
+class DomainRow:
+    domain: str
+    senders: int
+    mails_sent: int
+    bytes: int
+    unread: int
+    unread_ratio: float
+    list_unsubscribe: int
+    first_seen_unix: int | None
+    last_seen_unix: int | None
+    gmail_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class DomainsPage:
+    total: int  # domains matching
+    total_messages: int  # all (not hidden) mail: the `mails_sent` of every domain add up to it
+    domains: list[DomainRow]
+
+
+@dataclass(frozen=True, slots=True)
+class MonthCount:
+    month: str
+    messages: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    months: list[MonthCount]
+    undated: int
+    messages: int
+
+
+_SORT_COLUMNS: dict[DomainSort, Any] = {
+    DomainSort.MAILS_SENT: _D.mails_sent,
+    DomainSort.DOMAIN: _D.domain,
+    DomainSort.SENDERS: _D.senders,
+    DomainSort.BYTES: _D.bytes,
+    DomainSort.LAST_SEEN: _D.last_seen_unix,
+    DomainSort.FIRST_SEEN: _D.first_seen_unix,
+    DomainSort.UNREAD_RATIO: _RATIO,
+}
+
+
+def _ratio(unread: int, mails: int) -> float:
+    return round(unread / max(mails, 1), 4)
+
+
+def _domain_row(v: Any) -> DomainRow:
+    domain, count, mails, size, unread, unsub, first, last = v
+    return DomainRow(
+        domain,
+        count,
+        mails,
+        size,
+        unread,
+        _ratio(unread, mails),
+        unsub,
+        first,
+        last,
+        gmail_search_url(f"from:{domain}" if domain else "from:"),
+    )
+
+
+def _sort_key(sort: DomainSort) -> Callable[[DomainRow], Any]:
+    """The Python twin of the SQL order (NULL dates lowest, as SQLite sorts them), for merging adjusted rows."""
+    attr = {
+        DomainSort.MAILS_SENT: "mails_sent",
+        DomainSort.DOMAIN: "domain",
+        DomainSort.SENDERS: "senders",
+        DomainSort.BYTES: "bytes",
+        DomainSort.LAST_SEEN: "last_seen_unix",
+        DomainSort.FIRST_SEEN: "first_seen_unix",
+        DomainSort.UNREAD_RATIO: "unread_ratio",
+    }[sort]
+    if attr in ("last_seen_unix", "first_seen_unix"):
+        return lambda r: (getattr(r, attr) is not None, getattr(r, attr) or 0)
+    return lambda r: getattr(r, attr)
+
+
+def _hidden_by_domain(conn: Connection, exclude: tuple[str, ...]) -> dict[str, tuple[int, int, int, int, int]]:
+    """Per domain: (senders, mails, bytes, unread, list_unsubscribe) of the hidden senders in it."""
+    if not exclude:
+        return {}
+    s = senders.c
+    rows = conn.execute(
+        select(
+            s.domain,
+            func.count(),
+            func.sum(s.mails_sent),
+            func.sum(s.bytes),
+            func.sum(s.unread),
+            func.sum(s.list_unsubscribe),
+        )
+        .where(s.sender.in_(exclude))
+        .group_by(s.domain)
+    )
+    return {str(r[0]): (int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows}
+
+
+def _adjusted(
+    conn: Connection, row: DomainRow, hidden: tuple[int, int, int, int, int], exclude: tuple[str, ...]
+) -> DomainRow | None:
+    count, mails, size, unread, unsub = hidden
+    if row.senders - count <= 0:
+        return None
+    s = senders.c
+    first, last = conn.execute(
+        select(func.min(s.first_seen_unix), func.max(s.last_seen_unix)).where(
+            s.domain == row.domain, s.sender.not_in(exclude)
+        )
+    ).one()
+    left = row.mails_sent - mails
+    return replace(
+        row,
+        senders=row.senders - count,
+        mails_sent=left,
+        bytes=row.bytes - size,
+        unread=row.unread - unread,
+        unread_ratio=_ratio(row.unread - unread, left),
+        list_unsubscribe=row.list_unsubscribe - unsub,
+        first_seen_unix=first,
+        last_seen_unix=last,
+    )
+
+
+def domains_page(
+    conn: Connection, *, q: str, exclude: tuple[str, ...], sort: DomainSort, order: SortOrder, offset: int, limit: int
+) -> DomainsPage:
+    condition: ColumnElement[bool] = true()
+    if q:
+        pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        condition = _D.domain.like(pattern, escape="\\")
+    hidden = _hidden_by_domain(conn, exclude)
+    column = _SORT_COLUMNS[sort]
+    desc = order is SortOrder.DESC
+    # As for senders: ties the same way as the value, except under `ix_domains_mails_sent (mails_sent DESC, domain)`.
+    tie_opposite = sort is DomainSort.MAILS_SENT
+    if desc:
+        ordering = [column.desc(), _D.domain.asc() if tie_opposite else _D.domain.desc()]
+    else:
+        ordering = [column.asc(), _D.domain.desc() if tie_opposite else _D.domain.asc()]
+    if sort is DomainSort.DOMAIN:
+        ordering = [_D.domain.desc() if desc else _D.domain.asc()]
+    total = conn.execute(select(func.count()).select_from(domains).where(condition)).scalar_one()
+    all_messages = conn.execute(select(func.coalesce(func.sum(_D.mails_sent), 0))).scalar_one()
+    # Unaffected domains come straight off the sort's index; the few with hidden senders are recomputed and
+    # merged in at their place, so order and paging stay exact.
+    unaffected = and_(condition, _D.domain.not_in(list(hidden))) if hidden else condition
+    stmt = select(*domains.c).where(unaffected).order_by(*ordering).limit(offset + limit)
+    rows = [_domain_row(r) for r in conn.execute(stmt)]
+    extra: list[DomainRow] = []
+    gone = 0
+    hidden_messages = sum(h[1] for h in hidden.values())
+    if hidden:
+        for r in conn.execute(select(*domains.c).where(condition, _D.domain.in_(list(hidden)))):
+            adjusted = _adjusted(conn, _domain_row(r), hidden[str(r[0])], exclude)
+            if adjusted is None:
+                gone += 1
+            else:
+                extra.append(adjusted)
+    if extra:
+        key = _sort_key(sort)
+
+        # SQL order: the sort value, then the domain (opposite to it only for `mails_sent`; see `ordering`).
+        def full_key(r: DomainRow) -> Any:
+            if sort is DomainSort.DOMAIN:
+                return key(r)
+            return (key(r), _Reverse(r.domain) if tie_opposite else r.domain)
+
+        rows = list(heapq.merge(rows, sorted(extra, key=full_key, reverse=desc), key=full_key, reverse=desc))
+    return DomainsPage(
+        total=int(total) - gone,
+        total_messages=int(all_messages) - hidden_messages,
+        domains=rows[offset : offset + limit],
+    )
+
+
+class _Reverse:
+    """Inverts the order of a value inside a sort key (the tie-break runs opposite to the main column)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reverse) -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reverse) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+MAX_FILLED_MONTHS = 1200
+
+
+def _months_between(first: str, last: str) -> int:
+    (y1, m1), (y2, m2) = (map(int, first.split("-")), map(int, last.split("-")))
+    return (y2 - y1) * 12 + (m2 - m1)
+
+
+def _fill(found: dict[str, list[int]]) -> list[MonthCount]:
+    """Every month from the first to the last with mail, gaps as zeros (a chart's x axis needs them)."""
+    present = sorted(m for m, (n, b) in found.items() if n or b)
+    if not present:
+        return []
+    if _months_between(present[0], present[-1]) > MAX_FILLED_MONTHS:  # an absurd date: no zero-filled centuries
+        return [MonthCount(m, *found[m]) for m in present]
+    year, month = map(int, present[0].split("-"))
+    out: list[MonthCount] = []
+    while True:
+        label = f"{year:04d}-{month:02d}"
+        n, b = found.get(label, [0, 0])
+        out.append(MonthCount(label, n, b))
+        if label >= present[-1]:
+            return out
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+
+
+def volume(
+    conn: Connection, *, sender: str | None, domain: str | None, exclude: tuple[str, ...], total: int
+) -> Volume | None:
+    """Monthly counts of one sender, one domain, or everything (minus hidden senders); None when unknown.
+
+    `undated` is the scope's message count minus its dated months, so the answer adds up exactly.
+    """
+    sm = sender_months.c
+    found: dict[str, list[int]] = {}
+    if sender is not None:
+        known = conn.execute(select(senders.c.mails_sent).where(senders.c.sender == sender)).first()
+        if known is None:
+            return None
+        messages = int(known[0])
+        rows = conn.execute(select(sm.month, sm.messages, sm.bytes).where(sm.sender == sender))
+        hidden_rows: Any = []
+    elif domain is not None:
+        known = conn.execute(select(_D.mails_sent).where(_D.domain == domain)).first()
+        if known is None:
+            return None
+        hidden = _hidden_by_domain(conn, exclude).get(domain)
+        messages = int(known[0]) - (hidden[1] if hidden else 0)
+        dm = domain_months.c
+        rows = conn.execute(select(dm.month, dm.messages, dm.bytes).where(dm.domain == domain))
+        hidden_rows = _hidden_months(conn, exclude, domain=domain) if hidden else []
+    else:
+        messages = total
+        rows = conn.execute(select(months.c.month, months.c.messages, months.c.bytes))
+        hidden_rows = _hidden_months(conn, exclude, domain=None)
+    for month, n, b in rows:
+        found[str(month)] = [int(n), int(b)]
+    for month, n, b in hidden_rows:
+        sums = found.setdefault(str(month), [0, 0])
+        sums[0] -= int(n)
+        sums[1] -= int(b)
+    series = _fill(found)
+    return Volume(months=series, undated=messages - sum(m.messages for m in series), messages=messages)
+
+
+def _hidden_months(conn: Connection, exclude: tuple[str, ...], *, domain: str | None) -> list[tuple[str, int, int]]:
+    if not exclude:
+        return []
+    sm, s = sender_months.c, senders.c
+    stmt = select(sm.month, func.sum(sm.messages), func.sum(sm.bytes)).where(sm.sender.in_(exclude))
+    if domain is not None:
+        stmt = stmt.where(sm.sender.in_(select(s.sender).where(s.domain == domain, s.sender.in_(exclude))))
+    return [(str(m), int(n), int(b)) for m, n, b in conn.execute(stmt.group_by(sm.month))]

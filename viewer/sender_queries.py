@@ -1,0 +1,223 @@
+"""The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
+
+Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
+`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    and_,
+    column,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    text,
+    true,
+)
+
+from shared.models import senders
+from viewer.filters import SenderFilter
+
+_S = senders.c
+# Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).
+UNREAD_RATIO: ColumnElement[float] = literal_column("(CAST(senders.unread AS REAL) / max(senders.mails_sent, 1))")
+NAME: ColumnElement[str] = literal_column("(lower(coalesce(nullif(senders.display_name, ''), senders.sender)))")
+_EXPORT_CHUNK = 2000
+GMAIL_SEARCH = "https://mail.google.com/mail/u/0/#search/"
+
+
+class SortKey(StrEnum):
+    MAILS_SENT = "mails_sent"
+    SENDER = "sender"  # the address
+    NAME = "name"  # what the row shows: the display name, or the address when there is none
+    LAST_SEEN = "last_seen"
+    FIRST_SEEN = "first_seen"
+    BYTES = "bytes"
+    UNREAD_RATIO = "unread_ratio"
+
+
+class SortOrder(StrEnum):
+    DESC = "desc"
+    ASC = "asc"
+
+
+@dataclass(frozen=True, slots=True)
+class SenderListRow:
+    sender: str
+    display_name: str
+    domain: str
+    mails_sent: int
+    first_seen_unix: int | None
+    last_seen_unix: int | None
+    bytes: int
+    unread: int
+    unread_ratio: float
+    list_unsubscribe: int
+    unsubscribe_url: str | None  # the HTTPS (or HTTP) target when known, else the mailto
+    one_click: bool
+    gmail_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendersPage:
+    total: int  # senders matching the filter
+    matched_messages: int
+    senders: list[SenderListRow]
+
+
+def gmail_search_url(query: str) -> str:
+    """A Gmail web search (the page only links to it; the viewer never contacts Google or senders)."""
+    return GMAIL_SEARCH + quote(query, safe="")
+
+
+_COLUMNS = (
+    _S.sender,
+    _S.display_name,
+    _S.domain,
+    _S.mails_sent,
+    _S.first_seen_unix,
+    _S.last_seen_unix,
+    _S.bytes,
+    _S.unread,
+    UNREAD_RATIO,
+    _S.list_unsubscribe,
+    func.coalesce(_S.unsubscribe_web, _S.unsubscribe_mailto),
+    _S.one_click,
+)
+
+
+def _row(v: Any) -> SenderListRow:
+    return SenderListRow(
+        sender=v[0],
+        display_name=v[1],
+        domain=v[2],
+        mails_sent=v[3],
+        first_seen_unix=v[4],
+        last_seen_unix=v[5],
+        bytes=v[6],
+        unread=v[7],
+        unread_ratio=round(float(v[8]), 4),
+        list_unsubscribe=v[9],
+        unsubscribe_url=v[10],
+        one_click=bool(v[11]),
+        gmail_url=gmail_search_url(f"from:{v[0]}"),
+    )
+
+
+def fts_phrase(q: str) -> str:
+    """The search text as one FTS5 phrase: quotes doubled, so no query syntax gets through."""
+    return '"' + q.replace('"', '""') + '"'
+
+
+def _search(q: str) -> ColumnElement[bool]:
+    if len(q) >= 3:  # a trigram index needs three characters
+        match = text("SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase").bindparams(
+            phrase=fts_phrase(q)
+        )
+        return _S.id.in_(match.columns(column("rowid", Integer)))
+    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
+
+
+def where(f: SenderFilter) -> ColumnElement[bool]:
+    parts: list[ColumnElement[bool]] = []
+    if f.q:
+        parts.append(_search(f.q))
+    if f.domain is not None:
+        parts.append(_S.domain == f.domain)
+    if f.min_messages > 1:
+        parts.append(_S.mails_sent >= f.min_messages)
+    if f.min_unread_ratio > 0:
+        parts.append(f.min_unread_ratio <= UNREAD_RATIO)
+    if f.has_unsubscribe is not None:
+        known = or_(_S.unsubscribe_web.is_not(None), _S.unsubscribe_mailto.is_not(None))
+        parts.append(known if f.has_unsubscribe else not_(known))
+    if f.exclude:
+        parts.append(_S.sender.not_in(f.exclude))
+    return and_(true(), *parts)
+
+
+def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
+    """Ascending is the exact reverse of descending (tie-break included), so one index serves both."""
+    if sort is SortKey.SENDER:
+        return [_S.sender.desc() if order is SortOrder.DESC else _S.sender.asc()]
+    column: Any = {
+        SortKey.MAILS_SENT: _S.mails_sent,
+        SortKey.LAST_SEEN: _S.last_seen_unix,
+        SortKey.FIRST_SEEN: _S.first_seen_unix,
+        SortKey.BYTES: _S.bytes,
+        SortKey.UNREAD_RATIO: UNREAD_RATIO,
+        SortKey.NAME: NAME,
+    }[sort]
+    if sort is SortKey.MAILS_SENT:  # `ix_senders_mails_sent (mails_sent DESC, sender)`: ties A→Z when descending
+        if order is SortOrder.DESC:
+            return [column.desc(), _S.sender.asc()]
+        return [column.asc(), _S.sender.desc()]
+    # The other indexes are `(value, sender)`: ties run the same way as the value, so a walk of the index in
+    # either direction is the whole order (a tie-break the other way makes SQLite sort every run of equal values,
+    # e.g. the many senders whose mail is all unread).
+    if order is SortOrder.DESC:
+        return [column.desc(), _S.sender.desc()]
+    return [column.asc(), _S.sender.asc()]
+
+
+def senders_page(
+    conn: Connection,
+    *,
+    f: SenderFilter,
+    sort: SortKey,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+    known: tuple[int, int] | None = None,
+) -> SendersPage:
+    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter)."""
+    condition = where(f)
+    if known is not None:
+        total, messages = known
+    else:
+        total, messages = conn.execute(
+            select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
+        ).one()
+    stmt = select(*_COLUMNS).where(condition).order_by(*order_by(sort, order)).limit(limit).offset(offset)
+    return SendersPage(int(total), int(messages), [_row(r) for r in conn.execute(stmt)])
+
+
+def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
+    found = conn.execute(
+        select(*_COLUMNS)
+        .where(where(SenderFilter(exclude=exclude)))
+        .order_by(*order_by(SortKey.MAILS_SENT, SortOrder.DESC))
+        .limit(1)
+    ).first()
+    return _row(found) if found is not None else None
+
+
+def excluded_sums(conn: Connection, exclude: tuple[str, ...]) -> tuple[int, int]:
+    """(senders, messages) of the hidden senders that exist: subtracted from the cached whole-table totals."""
+    if not exclude:
+        return 0, 0
+    count, messages = conn.execute(
+        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(_S.sender.in_(exclude))
+    ).one()
+    return int(count), int(messages)
+
+
+def iter_senders(conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> Iterator[SenderListRow]:
+    """Every matching sender in page order, fetched in chunks so a 200k-sender export streams in flat memory."""
+    stmt = select(*_COLUMNS).where(where(f)).order_by(*order_by(sort, order))
+    result = conn.execution_options(yield_per=_EXPORT_CHUNK).execute(stmt)
+    for partition in result.partitions():
+        yield from (_row(r) for r in partition)

@@ -1,0 +1,108 @@
+// The volume-over-time chart, drawn as plain SVG elements (no library, nothing inline that CSP would refuse).
+
+import { bytes, el, fmt } from "./util.js";
+
+const NS = "http://www.w3.org/2000/svg";
+const HEIGHT = 160;
+const PAD = { top: 12, right: 8, bottom: 22, left: 44 };
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Every month from the first to the last one in `months`, with zero where nothing arrived. */
+export function fillMonths(months) {
+  if (!months.length) return [];
+  const byMonth = new Map(months.map((m) => [m.month, m]));
+  const sorted = [...byMonth.keys()].sort();
+  let [year, month] = sorted[0].split("-").map(Number);
+  const [lastYear, lastMonth] = sorted[sorted.length - 1].split("-").map(Number);
+  const out = [];
+  while (year < lastYear || (year === lastYear && month <= lastMonth)) {
+    const key = `${year}-${String(month).padStart(2, "0")}`;
+    out.push(byMonth.get(key) || { month: key, messages: 0, bytes: 0 });
+    month += 1;
+    if (month > 12) {
+      month = 1;
+      year += 1;
+    }
+  }
+  return out;
+}
+
+function niceMax(value) {
+  if (value <= 5) return 5;
+  const power = 10 ** Math.floor(Math.log10(value));
+  for (const step of [1, 2, 2.5, 5, 10]) if (step * power >= value) return step * power;
+  return 10 * power;
+}
+
+const MONTH_NAMES = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+function label(key) {
+  const [y, m] = key.split("-").map(Number);
+  return `${MONTH_NAMES[m - 1]} ${y}`;
+}
+
+/** Draws `volume` ({months, undated}) into `container`; `width` is the drawing width in CSS pixels. */
+export function drawVolume(container, volume, { caption = "Messages per month" } = {}) {
+  const months = fillMonths(volume.months || []);
+  const total = months.reduce((sum, m) => sum + m.messages, 0);
+  const width = Math.max(280, Math.floor(container.clientWidth || 600));
+  if (!months.length) {
+    container.replaceChildren(el("p", { cls: "hint", text: volume.undated ? `${fmt(volume.undated)} messages have no date.` : "No dated mail." }));
+    return;
+  }
+  const max = niceMax(Math.max(...months.map((m) => m.messages)));
+  const plotW = width - PAD.left - PAD.right;
+  const plotH = HEIGHT - PAD.top - PAD.bottom;
+  const slot = plotW / months.length;
+  const barW = Math.max(1, slot * 0.8);
+  const root = svg("svg", {
+    class: "chart-svg",
+    viewBox: `0 0 ${width} ${HEIGHT}`,
+    width,
+    height: HEIGHT,
+    role: "img",
+    "aria-label": `${caption}: ${fmt(total)} messages from ${label(months[0].month)} to ${label(months[months.length - 1].month)}`,
+  });
+  for (const fraction of [0, 0.5, 1]) {
+    const y = PAD.top + plotH * (1 - fraction);
+    root.append(svg("line", { class: "grid", x1: PAD.left, x2: width - PAD.right, y1: y, y2: y }));
+    // Messages come whole: a middle line that would read "2.5" keeps its line but not its label.
+    if (Number.isInteger(max * fraction)) root.append(svg("text", { class: "axis", x: PAD.left - 6, y: y + 4, "text-anchor": "end" }, fmt(max * fraction)));
+  }
+  months.forEach((m, i) => {
+    const h = (m.messages / max) * plotH;
+    const bar = svg("rect", {
+      class: "bar-rect",
+      x: PAD.left + i * slot + (slot - barW) / 2,
+      y: PAD.top + plotH - h,
+      width: barW,
+      height: Math.max(h, m.messages ? 1 : 0),
+      "data-month": m.month,
+    });
+    bar.append(svg("title", {}, `${label(m.month)}: ${fmt(m.messages)} messages, ${bytes(m.bytes)}`));
+    root.append(bar);
+  });
+  // Year ticks: January of each year (or the first month), thinned so labels never collide.
+  const every = Math.max(1, Math.ceil(36 / (slot * 12)));
+  let shown = 0;
+  months.forEach((m, i) => {
+    if (!(m.month.endsWith("-01") || i === 0)) return;
+    shown += 1;
+    if ((shown - 1) % every) return;
+    const x = PAD.left + i * slot;
+    root.append(svg("text", { class: "axis", x, y: HEIGHT - 6, "text-anchor": "start" }, m.month.slice(0, 4)));
+  });
+  const table = el("table", { cls: "visually-hidden" }, [
+    el("caption", { text: caption }),
+    el("tbody", {}, months.filter((m) => m.messages).map((m) => el("tr", {}, [el("th", { text: label(m.month) }), el("td", { text: fmt(m.messages) })]))),
+  ]);
+  container.replaceChildren(root, table);
+  container.dataset.months = String(months.length);
+  container.dataset.total = String(total + (volume.undated || 0));
+}

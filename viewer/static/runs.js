@@ -1,0 +1,233 @@
+// Ingester runs as they happen: the live progress panel, the run-state banner at the top of the page, and the
+// launch/cancel/resume actions with their busy states and messages (history.js lists past runs).
+
+import { api } from "./api.js";
+import { loadLog } from "./history.js";
+import { remedy, showFailure, showMessage } from "./messages.js";
+import { state } from "./state.js";
+import { $, busy, button, duration, fmt, percent } from "./util.js";
+
+export const SOURCE_LABEL = { mbox: "Takeout import", gmail_api: "Gmail scan", backfill: "Message-ID backfill" };
+const STATE_LABEL = {
+  running: "running",
+  awaiting_auth: "awaiting consent",
+  done: "done",
+  failed: "failed",
+  cancelled: "cancelled",
+  abandoned: "abandoned",
+};
+const VERB = { mbox: "Import", gmail_api: "Scan", backfill: "Backfill" };
+let hooks = { poll: async () => {}, showTakeoutCard: () => {} };
+
+export function setRunHooks(value) {
+  hooks = value;
+}
+
+export function setChip(node, runState, label) {
+  node.className = `chip ${runState}`;
+  node.textContent = label || STATE_LABEL[runState] || runState;
+}
+
+/** How far a run got, as a fraction, when it can be known (bytes for imports, the estimate for scans). */
+export function fraction(run) {
+  if (run.source === "mbox" && run.bytes_total) return Math.min(1, run.bytes_done / run.bytes_total);
+  if (run.total_estimate) return Math.min(1, run.messages_seen / run.total_estimate);
+  return null;
+}
+
+// The API decides from the ingester's marked retry warning; the page never guesses from warning prose.
+export function isRetrying(status, run) {
+  return run.state === "running" && status.retrying === true;
+}
+
+// ---- The live panel -----------------------------------------------------------------------------------------
+
+export function renderProgress(status) {
+  const panel = $("progress");
+  const run = status.active_run;
+  const pill = $("pill");
+  if (!run && !status.ingest_lock_held) {
+    panel.classList.add("hidden");
+    state.cancelling = null;
+    $("progress-cancel").disabled = false;
+    renderPillForLast(status);
+    return;
+  }
+  panel.classList.remove("hidden");
+  if (!run) {
+    // The lock is held but the run row is not written yet (the ingester is starting or migrating).
+    $("progress-source").textContent = "Ingester starting";
+    setChip($("progress-chip"), "running", "starting");
+    $("progress-bar").className = "bar indeterminate";
+    for (const id of ["progress-consent", "progress-cancel", "progress-log", "progress-elsewhere"]) $(id).classList.add("hidden");
+    pill.className = "pill running";
+    pill.textContent = "Starting";
+    return;
+  }
+  const owned = Boolean(run.owned);
+  const cancelling = state.cancelling === run.run_id;
+  $("progress-source").textContent = `${SOURCE_LABEL[run.source] || run.source} #${run.run_id}`;
+  setChip($("progress-chip"), cancelling ? "cancelling" : run.state, cancelling ? "cancelling…" : null);
+  $("progress-seen").textContent = fmt(run.messages_seen);
+  $("progress-new").textContent = fmt(run.messages_new);
+  $("progress-rate").textContent = status.rate_per_sec !== null && status.rate_per_sec !== undefined ? fmt(Math.round(status.rate_per_sec)) : "–";
+
+  const bar = $("progress-bar");
+  const fill = bar.querySelector(".bar-fill");
+  const done = fraction(run);
+  if (done !== null) {
+    bar.className = "bar";
+    fill.style.width = `${(done * 100).toFixed(1)}%`;
+    bar.setAttribute("aria-valuenow", String(Math.round(done * 100)));
+    const eta = status.eta_seconds !== null && status.eta_seconds !== undefined ? ` · about ${duration(status.eta_seconds)} left` : "";
+    $("progress-eta").textContent = `${Math.floor(done * 100)}%${eta}`;
+  } else {
+    bar.className = "bar indeterminate";
+    fill.style.width = "";
+    bar.removeAttribute("aria-valuenow");
+    $("progress-eta").textContent = run.state === "awaiting_auth" ? "waiting for Google consent" : "";
+  }
+  const retrying = isRetrying(status, run);
+  $("progress-retry").classList.toggle("hidden", !retrying);
+  const silent = status.now_unix - run.updated_at_unix;
+  $("progress-stalled").classList.toggle("hidden", !(run.state === "running" && silent > 15));
+  $("progress-stalled").title = `no heartbeat for ${Math.round(silent)} s`;
+
+  const consent = $("progress-consent");
+  const link = $("progress-consent-link");
+  const url = run.state === "awaiting_auth" ? safeConsentUrl(run.auth_url) : null;
+  consent.classList.toggle("hidden", !url);
+  if (url) link.href = url;
+  else link.removeAttribute("href");
+
+  const cancel = $("progress-cancel");
+  cancel.classList.toggle("hidden", !owned);
+  cancel.disabled = cancelling;
+  cancel.textContent = cancelling ? "Cancelling…" : "Cancel";
+  cancel.dataset.runId = String(run.run_id);
+  $("progress-log").classList.toggle("hidden", !owned);
+  $("progress-elsewhere").classList.toggle("hidden", owned);
+  $("progress-log").dataset.runId = String(run.run_id);
+  if (state.logOpen && owned) loadLog(run, "progress-logtext");
+
+  pill.className = `pill ${retrying ? "retrying" : run.state}`;
+  pill.textContent = `${SOURCE_LABEL[run.source] || run.source}: ${cancelling ? "cancelling…" : STATE_LABEL[run.state] || run.state}`;
+}
+
+function renderPillForLast(status) {
+  const pill = $("pill");
+  const last = status.last_run;
+  if (!last || !stoppedEarly(last)) {
+    pill.classList.add("hidden");
+    return;
+  }
+  pill.className = `pill ${last.state}`;
+  pill.textContent = `Last run ${STATE_LABEL[last.state] || last.state}`;
+  pill.setAttribute("aria-controls", "run-banner");
+}
+
+function safeConsentUrl(raw) {
+  if (!raw) return null;
+  try {
+    const url = new URL(raw);
+    return url.origin === "https://accounts.google.com" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function cancel() {
+  const node = $("progress-cancel");
+  const runId = Number(node.dataset.runId);
+  // Disabled at once and labelled until the run really ends: a second click can do nothing useful.
+  state.cancelling = runId;
+  node.disabled = true;
+  node.textContent = "Cancelling…";
+  setChip($("progress-chip"), "cancelling", "cancelling…");
+  try {
+    await api(`/api/runs/${runId}/cancel`, { body: {} });
+    showMessage("progress-message", "Cancelling: the ingester saves what it counted, then stops.", "info");
+  } catch (err) {
+    state.cancelling = null;
+    node.disabled = false;
+    node.textContent = "Cancel";
+    showFailure("progress-message", err);
+  }
+  state.pollDelay = 1000;
+  hooks.poll();
+}
+
+// ---- The run-state banner -----------------------------------------------------------------------------------
+
+/** A run that ended before counting everything it set out to count. */
+export function stoppedEarly(run) {
+  return ["cancelled", "failed", "abandoned"].includes(run.state);
+}
+
+export function renderBanner(status) {
+  const banner = $("run-banner");
+  const last = !status.active_run && !status.ingest_lock_held ? status.last_run : null;
+  if (!last || !stoppedEarly(last) || last.source === "backfill") {
+    banner.classList.add("hidden");
+    banner.dataset.runId = "";
+    return;
+  }
+  const [title, text, action] = remedy(last);
+  const done = fraction(last);
+  const verb = VERB[last.source] || "Run";
+  const counted = last.messages_new > 0 || last.messages_seen > 0;
+  const where = done !== null ? ` at ${percent(done)}` : "";
+  const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[last.state];
+  const partial = counted ? " — counts are partial." : " before counting any mail.";
+  $("run-banner-title").textContent = `${verb} ${how}${where}${partial}`;
+  banner.className = `banner run-banner ${last.state}`;
+  const text1 = title ? `${title} ${text}` : text;
+  $("run-banner-text").textContent = text1;
+  $("run-banner-error").textContent = last.error || "";
+  const key = `${last.run_id}:${last.state}`;
+  if (banner.dataset.runId !== key) {
+    banner.dataset.runId = key;
+    const actions = $("run-banner-actions");
+    actions.replaceChildren(...actionsFor(last, action, "primary", "run-banner-message"));
+  }
+}
+
+export function actionsFor(run, action, kind, slot) {
+  if (action === "takeout") return [button("Import a Takeout mailbox", kind, () => hooks.showTakeoutCard())];
+  if (action === "again") return [startAgainButton(run, kind, slot)];
+  const label = run.source === "gmail_api" ? "Resume (may restart from the beginning)" : "Resume";
+  const resumeButton = button(label, kind, () => resume(run, resumeButton, slot));
+  return [resumeButton];
+}
+
+function startAgainButton(run, kind, slot) {
+  const node = button("Start again", kind, () => {
+    if (run.source === "mbox") hooks.showTakeoutCard(run);
+    else launch({ source: "gmail_api" }, node, slot);
+  });
+  return node;
+}
+
+// ---- Launching ----------------------------------------------------------------------------------------------
+
+/** Starts an ingester; the button shows it is working, and a failure stays beside it until dismissed. */
+export async function launch(body, node, slot) {
+  const done = node ? busy(node, body.resume_run_id ? "Resuming…" : "Starting…") : () => {};
+  $(slot).replaceChildren();
+  try {
+    await api("/api/runs", { body });
+    document.body.dataset.addMail = "";
+    $("card-import").classList.remove("highlight");
+    state.pollDelay = 1000;
+    done();
+    await hooks.poll();
+    window.scrollTo({ top: 0, behavior: "smooth" });
+  } catch (err) {
+    done();
+    showFailure(slot, err);
+  }
+}
+
+export function resume(run, node, slot) {
+  return launch({ source: run.source, resume_run_id: run.run_id }, node, slot);
+}

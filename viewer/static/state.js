@@ -1,0 +1,38 @@
+// The page's one mutable state object, shared by its modules (the server stays the source of every number).
+
+import { store } from "./util.js";
+
+export const PAGE_SIZES = [25, 50, 100, 500];
+
+export const state = {
+  status: null,
+  view: "senders", // or "domains"
+  table: {
+    q: "",
+    sort: "mails_sent",
+    order: "desc",
+    offset: 0,
+    limit: PAGE_SIZES.includes(store.get("pageSize", 50)) ? store.get("pageSize", 50) : 50,
+    preset: "all",
+    domain: "", // a domain picked from the domain view narrows the sender view
+  },
+  hidden: new Set(store.get("hidden", [])),
+  lastPage: null,
+  imports: null,
+  logOpen: false,
+  pollDelay: 1000,
+  pollTimer: null,
+  lastTableRefresh: 0,
+  tableDirty: true,
+  lastProgressKey: "",
+  cancelling: null, // run id whose cancel was asked for, until the run ends
+  nameSort: false, // the API sorts senders by shown name (`sort=name`)
+};
+
+export function saveHidden() {
+  store.set("hidden", [...state.hidden]);
+}
+
+export function isActive(status) {
+  return Boolean(status && (status.active_run || status.ingest_lock_held));
+}

@@ -1,0 +1,373 @@
+// The sender and domain tables: server-side paging, sorting, search, presets and hidden senders (kept in this
+// browser, sent as `exclude` so they leave totals and paging too). Only the newest answer is ever drawn.
+
+import { Latest } from "./api.js";
+import { openDetail } from "./detail.js";
+import { hide, unhide, wireHidden } from "./hidden.js";
+import { notice, showFailure, showMessage } from "./messages.js";
+import { state } from "./state.js";
+import { $, bytes, date, el, fmt, percent, store } from "./util.js";
+
+const MOSTLY_UNREAD = 0.8;
+const channel = new Latest();
+
+// Presets are filters the API applies, so totals, paging and export agree with what the table shows.
+export const PRESETS = {
+  all: { filters: {}, sort: null },
+  unsubscribe: { filters: { min_messages: 10, min_unread_ratio: MOSTLY_UNREAD, has_unsubscribe: "true" }, sort: ["mails_sent", "desc"] },
+  unread: { filters: { min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
+  largest: { filters: {}, sort: ["bytes", "desc"] },
+};
+
+// [key, label, sort key or null, extra class]; the widths live in app.css (table-layout: fixed).
+const COLUMNS = {
+  senders: [
+    ["who", "Sender", "@sender", "col-who"],
+    ["mails_sent", "Messages", "mails_sent", "num col-count"],
+    ["share", "Share", null, "num col-share"],
+    ["unread", "Unread", "unread_ratio", "num col-unread"],
+    ["bytes", "Size", "bytes", "num col-bytes"],
+    ["first_seen", "First seen", "first_seen", "col-date col-first"],
+    ["last_seen", "Last seen", "last_seen", "col-date col-last"],
+    ["actions", "Actions", null, "col-actions"],
+  ],
+  domains: [
+    ["who", "Domain", "domain", "col-who"],
+    ["senders", "Senders", "senders", "num col-count"],
+    ["mails_sent", "Messages", "mails_sent", "num col-count"],
+    ["share", "Share", null, "num col-share"],
+    ["unread", "Unread", "unread_ratio", "num col-unread"],
+    ["bytes", "Size", "bytes", "num col-bytes"],
+    ["last_seen", "Last seen", "last_seen", "col-date col-last"],
+    ["actions", "Actions", null, "col-actions"],
+  ],
+};
+
+export function filterParams() {
+  const t = state.table;
+  const params = new URLSearchParams();
+  if (t.q) params.set("q", t.q);
+  for (const [k, v] of Object.entries(PRESETS[t.preset].filters)) params.set(k, String(v));
+  if (t.domain && state.view === "senders") params.set("domain", t.domain);
+  if (!excludeTooLong()) for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
+  return params;
+}
+
+// The API takes at most 200 `exclude=` values, and a request line has to stay well under the server's limit
+// (h11 refuses heads over 16 KiB).
+const MAX_EXCLUDED = 200;
+const MAX_EXCLUDE_CHARS = 8000;
+
+export function excludeTooLong() {
+  if (state.hidden.size > MAX_EXCLUDED) return true;
+  let length = 0;
+  for (const sender of state.hidden) length += encodeURIComponent(sender).length + 9;
+  return length > MAX_EXCLUDE_CHARS;
+}
+
+export function safeLink(raw, schemes) {
+  if (!raw) return null;
+  try {
+    const url = new URL(raw);
+    return schemes.includes(url.protocol) ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+export function gmailLink(s) {
+  const given = safeLink(s.gmail_url, ["https:"]);
+  if (given && given.startsWith("https://mail.google.com/")) return given;
+  return s.sender ? `https://mail.google.com/mail/u/0/#search/${encodeURIComponent(`from:${s.sender}`)}` : null;
+}
+
+export const unreadRatio = (row) =>
+  typeof row.unread_ratio === "number" ? row.unread_ratio : row.mails_sent ? (row.unread || 0) / row.mails_sent : null;
+
+// The Sender column sorts by what the row shows (`name`: the display name, else the address) where the API
+// offers it; an older API sorts by address only, and then the rows show the address first.
+function senderSortKey() {
+  return state.nameSort ? "name" : "sender";
+}
+
+export async function loadTable() {
+  const t = state.table;
+  const params = filterParams();
+  params.set("sort", t.sort);
+  params.set("order", t.order);
+  params.set("offset", String(t.offset));
+  params.set("limit", String(t.limit));
+  const path = state.view === "domains" ? "/api/domains" : "/api/senders";
+  const exportParams = filterParams();
+  $("export").href = `/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`;
+  let page;
+  try {
+    page = await channel.get(`${path}?${params}`);
+  } catch (err) {
+    showFailure("table-message", err, { scroll: false }); // keep the rows we have; say why they are not fresh
+    return;
+  }
+  if (page === null) return; // a newer request replaced this one
+  if (page.senders && page.senders.length && "gmail_url" in page.senders[0]) state.nameSort = true;
+  $("table-message").replaceChildren();
+  if (excludeTooLong()) {
+    // Said, not hidden: the totals below still include the hidden senders until some are unhidden.
+    showMessage("table-message", `${fmt(state.hidden.size)} hidden senders are too many to leave the totals; they are only left out of the rows. Unhide some under Hidden.`, "info", "", { scroll: false });
+  }
+  state.lastPage = page;
+  state.lastTableRefresh = Date.now();
+  renderTable(page);
+  notice(null);
+}
+
+function renderHead() {
+  const t = state.table;
+  const cols = COLUMNS[state.view].map(([key, label, sort, cls]) => [key, label, sort === "@sender" ? senderSortKey() : sort, cls]);
+  $("cols").replaceChildren(...cols.map(([, , , cls]) => el("col", { cls })));
+  $("head").replaceChildren(
+    ...cols.map(([key, label, sort, cls]) => {
+      const th = el("th", { cls, attrs: { scope: "col", "data-col": key } });
+      if (key === "actions") th.append(el("span", { cls: "visually-hidden", text: label }));
+      else if (sort) {
+        const b = el("button", { cls: "sort", text: label, attrs: { type: "button", "data-sort": sort } });
+        b.addEventListener("click", () => sortBy(sort));
+        th.append(b);
+        th.setAttribute("aria-sort", t.sort === sort ? (t.order === "desc" ? "descending" : "ascending") : "none");
+      } else th.textContent = label;
+      return th;
+    }),
+  );
+}
+
+function sortBy(sort) {
+  const t = state.table;
+  if (t.sort === sort) t.order = t.order === "desc" ? "asc" : "desc";
+  else {
+    t.sort = sort;
+    t.order = ["sender", "name", "domain"].includes(sort) ? "asc" : "desc";
+  }
+  t.offset = 0;
+  loadTable();
+}
+
+export function renderTable(page) {
+  const t = state.table;
+  renderHead();
+  const items = state.view === "domains" ? page.domains || [] : page.senders || [];
+  renderTiles(page);
+  const freshness = $("freshness");
+  freshness.textContent = `Updated ${new Date(page.generated_at_unix * 1000).toLocaleTimeString()}`;
+  freshness.title = "When these numbers were read from the database";
+
+  const topCount = items.reduce((max, s) => Math.max(max, s.mails_sent), 0);
+  const rows = items
+    .filter((s) => state.view === "domains" || !state.hidden.has(s.sender)) // belt and braces: the API excludes them
+    .map((s) => (state.view === "domains" ? domainRow(s, page.total_messages, topCount) : senderRow(s, page.total_messages, topCount)));
+  $("rows").replaceChildren(...rows);
+  const empty = $("no-rows");
+  empty.classList.toggle("hidden", rows.length > 0);
+  empty.textContent = state.view === "domains" ? "No domain matches." : "No sender matches.";
+  $("hidden-count").textContent = fmt(state.hidden.size);
+
+  const first = page.total ? t.offset + 1 : 0;
+  const last = Math.min(t.offset + t.limit, page.total);
+  const noun = state.view === "domains" ? "domains" : "senders";
+  const range = `${fmt(first)}–${fmt(last)} of ${fmt(page.total)} ${noun}`;
+  $("range").textContent = range;
+  $("range-bottom").textContent = range;
+  $("prev").disabled = t.offset === 0;
+  $("next").disabled = t.offset + t.limit >= page.total;
+  renderDomainFilter();
+}
+
+function renderTiles(page) {
+  const hiddenNote = state.hidden.size && !excludeTooLong() ? `without ${fmt(state.hidden.size)} hidden` : "";
+  $("tile-messages").textContent = fmt(page.total_messages);
+  $("tile-messages-sub").textContent = hiddenNote;
+  if (state.view === "domains") return; // a domain page has no sender totals: keep the last ones
+  $("tile-senders").textContent = fmt(page.total_senders);
+  $("tile-senders-sub").textContent = hiddenNote;
+  const top = page.top_sender;
+  $("tile-top").textContent = top ? top.display_name || top.sender || "(no sender)" : "–";
+  $("tile-top").title = top ? top.sender : "";
+  $("tile-top-count").textContent = top ? `${top.display_name ? `${top.sender} · ` : ""}${fmt(top.mails_sent)} messages` : "";
+}
+
+function renderDomainFilter() {
+  let chip = $("domain-filter");
+  const t = state.table;
+  if (!t.domain || state.view !== "senders") {
+    if (chip) chip.remove();
+    return;
+  }
+  if (!chip) {
+    chip = el("span", { cls: "filter-chip", attrs: { id: "domain-filter" } });
+    $("range").after(chip);
+  }
+  const clear = el("button", { cls: "button ghost small", text: "✕", attrs: { type: "button", "aria-label": `Show every domain, not only ${t.domain}` } });
+  clear.addEventListener("click", () => {
+    t.domain = "";
+    t.offset = 0;
+    loadTable();
+  });
+  chip.replaceChildren(el("span", { text: `Domain: ${t.domain}` }), clear);
+}
+
+function shareCell(row, totalMessages, topCount) {
+  const share = totalMessages ? row.mails_sent / totalMessages : 0;
+  const fill = el("span", { cls: "share-fill" });
+  // The bar compares with the biggest row on the page, so differences stay visible in a long tail.
+  fill.style.width = `${Math.max(2, Math.round((topCount ? row.mails_sent / topCount : 0) * 100))}%`;
+  return el("td", { cls: "num col-share" }, [
+    el("span", { cls: "share" }, [
+      el("span", { text: `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%` }),
+      el("span", { cls: "share-bar", attrs: { title: "compared with the biggest row on this page" } }, [fill]),
+    ]),
+  ]);
+}
+
+function unreadCell(row) {
+  const ratio = unreadRatio(row);
+  const mostly = ratio !== null && ratio >= MOSTLY_UNREAD && row.mails_sent >= 2;
+  const td = el("td", { cls: `num col-unread${mostly ? " mostly-unread" : ""}` }, [el("span", { cls: "unread-value", text: percent(ratio) })]);
+  td.title = `${fmt(row.unread)} of ${fmt(row.mails_sent)} unread${mostly ? ": mostly unread" : ""}`;
+  return td;
+}
+
+function senderRow(s, totalMessages, topCount) {
+  const name = s.display_name || s.sender || "(no sender)";
+  const addressFirst = state.table.sort === "sender"; // the sort key is the address, so show it first then
+  const primary = addressFirst ? s.sender || "(no sender)" : name;
+  const secondary = addressFirst ? (s.display_name ? s.display_name : "") : s.display_name ? s.sender : "";
+  const who = el("button", { cls: "who", attrs: { type: "button", "aria-haspopup": "dialog", title: `${name}: details` } }, [
+    el("span", { cls: "who-name", text: primary }),
+    el("span", { cls: "who-key", text: secondary }),
+  ]);
+  who.addEventListener("click", () => openDetail({ kind: "sender", row: s, totalMessages }));
+  const cells = [el("td", { cls: "col-who" }, [who]), el("td", { cls: "num col-count", text: fmt(s.mails_sent) }), shareCell(s, totalMessages, topCount), unreadCell(s)];
+  cells.push(el("td", { cls: "num col-bytes", text: bytes(s.bytes) }));
+  cells.push(el("td", { cls: "col-date col-first", text: date(s.first_seen_unix) }));
+  cells.push(el("td", { cls: "col-date col-last", text: date(s.last_seen_unix) }));
+  cells.push(el("td", { cls: "col-actions" }, [senderActions(s, name)]));
+  const tr = el("tr", {}, cells);
+  tr.dataset.sender = s.sender;
+  return tr;
+}
+
+export function senderActions(s, name, { inDialog = false } = {}) {
+  const box = el("div", { cls: "actions" });
+  const gmail = gmailLink(s);
+  if (gmail) box.append(el("a", { cls: "link-action", text: inDialog ? "Open in Gmail" : "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open ${name} in Gmail`, title: "Open this sender's mail in Gmail" } }));
+  const unsub = safeLink(s.unsubscribe_url, ["https:", "http:", "mailto:"]);
+  if (unsub) {
+    const title = s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
+    box.append(el("a", { cls: "link-action unsub", text: "Unsubscribe", attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": `Unsubscribe from ${name}`, title } }));
+  }
+  const hidden = state.hidden.has(s.sender);
+  const toggle = el("button", { cls: "button ghost small hide-button", text: hidden ? "Unhide" : "Hide", attrs: { type: "button", "aria-label": `${hidden ? "Unhide" : "Hide"} ${name}` } });
+  toggle.addEventListener("click", () => {
+    if (state.hidden.has(s.sender)) unhide(s.sender);
+    else hide(s.sender, name);
+    if (inDialog) $("detail").close();
+  });
+  box.append(toggle);
+  return box;
+}
+
+function domainRow(d, totalMessages, topCount) {
+  const who = el("button", { cls: "who", attrs: { type: "button", "aria-haspopup": "dialog", title: `${d.domain}: details` } }, [
+    el("span", { cls: "who-name", text: d.domain || "(no domain)" }),
+    el("span", { cls: "who-key", text: `${fmt(d.senders)} sender${d.senders === 1 ? "" : "s"}` }),
+  ]);
+  who.addEventListener("click", () => openDetail({ kind: "domain", row: d, totalMessages }));
+  const show = el("button", { cls: "button ghost small", text: "Senders", attrs: { type: "button", "aria-label": `Show the senders of ${d.domain}` } });
+  show.addEventListener("click", () => showDomainSenders(d.domain));
+  const gmail = safeLink(d.gmail_url, ["https:"]);
+  const links = gmail && gmail.startsWith("https://mail.google.com/") ? [el("a", { cls: "link-action", text: "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open mail from ${d.domain} in Gmail` } })] : [];
+  const tr = el("tr", {}, [
+    el("td", { cls: "col-who" }, [who]),
+    el("td", { cls: "num col-count", text: fmt(d.senders) }),
+    el("td", { cls: "num col-count", text: fmt(d.mails_sent) }),
+    shareCell(d, totalMessages, topCount),
+    unreadCell(d),
+    el("td", { cls: "num col-bytes", text: bytes(d.bytes) }),
+    el("td", { cls: "col-date col-last", text: date(d.last_seen_unix) }),
+    el("td", { cls: "col-actions" }, [el("div", { cls: "actions" }, [...links, show])]),
+  ]);
+  tr.dataset.domain = d.domain;
+  return tr;
+}
+
+export function showDomainSenders(domain) {
+  state.table.domain = domain;
+  setView("senders");
+}
+
+export function setView(view) {
+  state.view = view;
+  const t = state.table;
+  t.offset = 0;
+  const valid = COLUMNS[view].some(([, , sort]) => sort === t.sort);
+  if (!valid) {
+    t.sort = "mails_sent";
+    t.order = "desc";
+  }
+  $("view-senders").setAttribute("aria-pressed", String(view === "senders"));
+  $("view-domains").setAttribute("aria-pressed", String(view === "domains"));
+  $("search").placeholder = view === "domains" ? "Search domains" : "Search senders";
+  // The API applies the sender filters to senders only: in the domain view only "All" and "Largest" mean anything.
+  for (const b of document.querySelectorAll("button.preset")) {
+    b.disabled = view === "domains" && ["unsubscribe", "unread"].includes(b.dataset.preset);
+    b.title = b.disabled ? "Applies to senders, not domains" : b.dataset.title || "";
+  }
+  if (view === "domains" && ["unsubscribe", "unread"].includes(t.preset)) t.preset = "all";
+  for (const b of document.querySelectorAll("button.preset")) b.setAttribute("aria-pressed", String(b.dataset.preset === t.preset));
+  $("search").setAttribute("aria-label", $("search").placeholder);
+  loadTable();
+}
+
+export function setPreset(name) {
+  const t = state.table;
+  t.preset = name;
+  const preset = PRESETS[name];
+  if (preset.sort) [t.sort, t.order] = preset.sort;
+  else [t.sort, t.order] = ["mails_sent", "desc"];
+  t.offset = 0;
+  for (const b of document.querySelectorAll("button.preset")) b.setAttribute("aria-pressed", String(b.dataset.preset === name));
+  loadTable();
+}
+
+export function wireTable() {
+  const size = $("page-size");
+  size.value = String(state.table.limit);
+  size.addEventListener("change", () => {
+    state.table.limit = Number(size.value);
+    state.table.offset = 0;
+    store.set("pageSize", state.table.limit);
+    loadTable();
+  });
+  let searchTimer = null;
+  $("search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      state.table.q = $("search").value.trim();
+      state.table.offset = 0;
+      loadTable();
+    }, 150);
+  });
+  $("prev").addEventListener("click", () => {
+    state.table.offset = Math.max(0, state.table.offset - state.table.limit);
+    loadTable();
+  });
+  $("next").addEventListener("click", () => {
+    state.table.offset += state.table.limit;
+    loadTable();
+  });
+  $("view-senders").addEventListener("click", () => setView("senders"));
+  $("view-domains").addEventListener("click", () => setView("domains"));
+  for (const b of document.querySelectorAll("button.preset")) {
+    b.dataset.title = b.title;
+    b.addEventListener("click", () => setPreset(b.dataset.preset));
+  }
+  wireHidden();
+}
