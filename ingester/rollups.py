@@ -174,7 +174,7 @@ def _removal_statements() -> tuple[str, ...]:
                 list_unsubscribe=d.list_unsubscribe - bindparam("lu"),
                 senders=d.senders - bindparam("gone"),
             ),
-            ("size", "unread", "lu", "gone", "domain"),
+            ("gone", "size", "unread", "lu", "domain"),  # the SET clause follows the table's column order
         ),
     )
 
@@ -196,6 +196,6 @@ def remove_message(
         conn.exec_driver_sql(per_sender, (size, sender, month))
         conn.exec_driver_sql(per_month, (size, month))
         conn.exec_driver_sql(per_domain_month, (size, domain, month))
-    conn.exec_driver_sql(per_domain, (size, unread, list_unsubscribe, int(sender_gone), domain))
+    conn.exec_driver_sql(per_domain, (int(sender_gone), size, unread, list_unsubscribe, domain))
     if sender_gone:
         conn.execute(domains.delete().where(domains.c.domain == domain, domains.c.senders <= ZERO))

@@ -79,7 +79,13 @@ def test_rows_carry_domain_unsubscribe_and_gmail_link(seeded: Path) -> None:
         ({"has_unsubscribe": "false"}, ["friend@example.org", "bot@example.org"], 5),
         ({"q": "shop", "exclude": ["deals@mail.shop.co.uk"]}, ["news@shop.co.uk"], 4),
         ({"q": "zzzz-nothing"}, [], 0),
-        ({"q": "ie"}, ["friend@example.org"], 3),  # under three characters: no trigram, still a substring
+        ({"q": "ie"}, ["friend@example.org"], 3),
+        ({"q": "fri\x00end"}, ["friend@example.org"], 3),  # a NUL is dropped (FTS5 refuses it in a phrase)
+        (
+            {"q": '"shop" OR *'},
+            [],
+            0,
+        ),  # FTS5 syntax is searched for as text  # under three characters: no trigram, still a substring
         # The "likely unsubscribe" preset: many messages, mostly unread, has a link.
         (
             {"min_messages": 3, "min_unread_ratio": 0.8, "has_unsubscribe": "true"},

@@ -50,7 +50,7 @@ def _sender_filter(
 ) -> SenderFilter:
     excluded = tuple(sorted({e.strip().lower() for e in exclude if e.strip()}))
     return SenderFilter(
-        q=q.strip(),
+        q=q.replace("\x00", "").strip(),  # FTS5 refuses a NUL inside a phrase; no address or name holds one
         domain=domain.strip().lower() if domain is not None and domain.strip() else None,
         min_messages=min_messages,
         min_unread_ratio=min_unread_ratio,
