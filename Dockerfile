@@ -2,16 +2,14 @@
 # CI and these machines build FROM a debootstrapped Debian base (`.ci/docker-setup.sh`); elsewhere python:3.12-slim.
 ARG PYTHON_IMAGE=python:3.12-slim
 
-# Build stage: the lock (uv.lock) becomes a hashed requirements file, installed into /opt/venv with pip.
+# Build stage: the runtime lock (requirements/runtime.txt, hash-pinned; `make lock`) installed into /opt/venv with pip.
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
-RUN python3 -m venv /opt/uv && /opt/uv/bin/pip install --quiet "uv==0.13.9"
 WORKDIR /src
-COPY pyproject.toml uv.lock ./
+COPY requirements/runtime.txt requirements.txt
 # Google's client ships ~110 MB of discovery documents; the scan only uses Gmail's. Bytecode stays: the root
 # filesystem is read-only at run time, so compiled modules are what keeps a launch fast.
-RUN /opt/uv/bin/uv export --frozen --no-dev --no-emit-project --quiet --output-file requirements.txt \
-    && python3 -m venv /opt/venv \
+RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --quiet --require-hashes --no-deps -r requirements.txt \
     && find /opt/venv/lib/python3*/site-packages/googleapiclient/discovery_cache/documents \
         -name '*.json' ! -name 'gmail.*' -delete \

@@ -1,28 +1,52 @@
-# Each verb is one line; `make install` then `make test` is the whole development loop.
+# Each verb is one line. `make install` puts gmail-stats (runtime only) in .venv; `make test` and `make check` add the
+# developer tools first (requirements/dev.txt). PYTHON=… picks the interpreter that creates .venv (3.11 or newer).
+PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-UV := $(shell command -v uv 2>/dev/null || echo $(BIN)/uv)
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 MBOX ?=
 RESUME ?=
+# `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run.
+RESUME_FLAG = $(if $(RESUME),--resume $(RESUME))
 
-.PHONY: install fmt check test bench up down logs scan import
+.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import
 
-install:
-	python3 -m pip install --quiet --disable-pip-version-check "uv==0.13.9" && uv sync --frozen --all-groups --compile-bytecode
+install: $(RUNTIME)
+	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
 
-fmt:
-	$(BIN)/ruff format shared ingester viewer tests bench && $(BIN)/ruff check --fix shared ingester viewer tests bench
+install-dev: $(DEV)
 
-check:
-	$(BIN)/ruff format --check shared ingester viewer tests bench && $(BIN)/ruff check shared ingester viewer tests bench && $(BIN)/mypy shared ingester viewer bench
+$(RUNTIME): requirements/runtime.txt requirements/build.txt pyproject.toml tools/install.sh
+	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/runtime.txt requirements/build.txt && touch $@
 
-test:
+$(DEV): requirements/dev.txt pyproject.toml tools/install.sh
+	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/dev.txt && touch $@ $(RUNTIME)
+
+lock: $(DEV)
+	sh tools/lock.sh
+
+docs: $(DEV)
+	$(BIN)/python -m tools.reference
+
+fmt: $(DEV)
+	$(BIN)/ruff format shared ingester viewer tests bench tools && $(BIN)/ruff check --fix shared ingester viewer tests bench tools
+
+check: $(DEV)
+	$(BIN)/ruff format --check shared ingester viewer tests bench tools && $(BIN)/ruff check shared ingester viewer tests bench tools && $(BIN)/mypy shared ingester viewer bench tools tests
+
+test: $(DEV)
 	$(BIN)/pytest
 
-bench:
+bench: $(DEV)
 	$(BIN)/python -m bench
 
-up:
+# The containers' user (uid 10001) writes the token cache into ./secrets: a root container hands it the folder, keeping
+# your group's access (mode 2770), so no `sudo chown` is needed. Docker Desktop maps ownership itself.
+secrets:
+	@mkdir -p secrets && docker compose run --rm --no-deps --user 0:0 --cap-add CHOWN --cap-add FOWNER --entrypoint sh ingester -c "chown 10001:$$(id -g) /secrets && chmod 2770 /secrets" || echo "make secrets: could not give secrets/ to uid 10001; the scan may not save its token" >&2
+
+up: secrets
 	docker compose up --build -d && echo "gmail-stats viewer: http://127.0.0.1:7878"
 
 down:
@@ -31,8 +55,8 @@ down:
 logs:
 	docker compose logs -f
 
-scan:
-	docker compose run --rm --service-ports ingester scan $(if $(RESUME),--resume $(RESUME))
+scan: secrets
+	docker compose run --rm --service-ports ingester scan $(RESUME_FLAG)
 
 import:
-	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox' >&2; exit 2; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(if $(RESUME),--resume $(RESUME))
+	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)

@@ -21,11 +21,17 @@ apt_get() {
     return 1
 }
 
+# The Debian mirror this machine's apt already uses (either sources format), never a hard-coded one: the same
+# mirror then serves trixie's compose/buildx and the debootstrapped base image.
 mirror_uri() {
-    awk '/^URIs:/ && $2 ~ /\/debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources
+    apt-get indextargets --no-release-info --format '$(RELEASE) $(REPO_URI)' | awk '$1 == "bookworm" {print $2; exit}'
 }
 MIRROR=$(mirror_uri)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+MIRROR=${MIRROR%/}
+if [ -z "$MIRROR" ]; then
+    log "apt has no Debian bookworm source configured (see: apt-get indextargets); add your mirror under /etc/apt/sources.list.d/"
+    exit 1
+fi
 
 # 1. The engine and debootstrap from bookworm.
 if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then

@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.readme import replace_between_markers
@@ -34,11 +34,15 @@ from ingester.report import QuietReporter
 from ingester.scan import run_scan
 from ingester.scan_types import ScanRequest, ScanTuning
 from ingester.session import ingest_session
+from ingester.settings import IngesterSettings
 from shared.timeutil import system_clock
 from tests.fakes.google import COSTS
 from tests.fakes.mailbox import MIXES
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The settings own every default; model_construct takes them without reading the environment.
+DEFAULTS = IngesterSettings.model_construct()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +87,7 @@ def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[RunResult
         oauth_port=0,
         auth_timeout=5,
         api_endpoint=fake.base_url,
+        http_timeout=DEFAULTS.http_timeout,
         note=lambda text: None,
     )
     with ingest_session(db, clock=system_clock) as engine:
@@ -91,7 +96,7 @@ def scan(fake: Fake, db: Path, *, units: float, workers: int) -> tuple[RunResult
             engine=engine,
             request=ScanRequest(),
             access=access,
-            tuning=ScanTuning(units_per_second=units, workers=workers),
+            tuning=replace(ScanTuning.from_settings(DEFAULTS), units_per_second=units, workers=workers),
             reporter=QuietReporter(),
             cancel=threading.Event(),
             clock=system_clock,

@@ -23,7 +23,7 @@ from oauthlib.oauth2.rfc6749.errors import OAuth2Error
 
 from ingester.consent import wait_for_callback
 from ingester.gmail import ClientFactory, GmailClient
-from ingester.gmail_google import GMAIL_ENDPOINT, TESTING_APP_HINT, GoogleGmailClient
+from ingester.gmail_google import TESTING_APP_HINT, GoogleGmailClient
 from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 
 SCOPE = "https://www.googleapis.com/auth/gmail.metadata"
@@ -101,8 +101,8 @@ class GoogleAccess:
         oauth_bind: str,
         oauth_port: int,
         auth_timeout: float,
-        api_endpoint: str = GMAIL_ENDPOINT,
-        http_timeout: float = 60.0,
+        api_endpoint: str,
+        http_timeout: float,
         note: Callable[[str], None],
     ) -> None:
         self._credentials_path = credentials_path

@@ -34,6 +34,7 @@ from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.models import RunState, Source
 from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, list_runs
+from shared.settings import flag_help
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
 
@@ -43,7 +44,7 @@ EXIT_USAGE = 2
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", type=Path, help="database file (env GMAIL_STATS_DB, default ./stats.db)")
+    parser.add_argument("--db", type=Path, metavar="FILE", help=flag_help(IngesterSettings, "db", "database file"))
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     noise.add_argument("--verbose", "-v", action="store_true", help="also print every warning")
@@ -96,8 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fetch missing Message-IDs of older scan rows and remove double counts with imports",
     )
-    scan.add_argument("--credentials", type=Path, metavar="PATH", help="OAuth client file (default ./credentials.json)")
-    scan.add_argument("--tokens", type=Path, metavar="PATH", help="token cache file (default ./tokencache.json)")
+    scan.add_argument(
+        "--credentials", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "credentials", "OAuth client file")
+    )
+    scan.add_argument(
+        "--tokens", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "tokens", "token cache file")
+    )
     scan.add_argument("--launch-token", help=argparse.SUPPRESS)
     _common(scan)
 
@@ -119,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write per-sender statistics: the same JSON document the viewer serves at /api/summary.",
         epilog="Example:\n  gmail-stats export --format csv --output senders.csv",
     )
-    export.add_argument("--format", choices=("json", "csv"), default="json")
+    export.add_argument("--format", choices=("json", "csv"), default="json", help="output format (default json)")
     export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     _common(export)
     return parser
@@ -206,7 +211,6 @@ def _print_consent_url(url: str) -> None:
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
     from ingester.backfill import BackfillRequest, run_backfill
-    from ingester.pacing import RetryPolicy
     from ingester.scan import run_scan
     from ingester.scan_types import ScanRequest, ScanTuning
 
@@ -221,11 +225,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         http_timeout=settings.http_timeout,
         note=reporter.note,
     )
-    tuning = ScanTuning(
-        units_per_second=settings.quota_units_per_sec,
-        workers=settings.scan_workers,
-        retry=RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds),
-    )
+    tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()
     result: RunResult
     resume = _Resume(settings, source=Source.BACKFILL if args.backfill_message_ids else Source.GMAIL_API, mbox=None)

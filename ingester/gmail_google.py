@@ -32,7 +32,6 @@ from ingester.gmail import (
 )
 from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 
-GMAIL_ENDPOINT = "https://gmail.googleapis.com/"
 # The discovery document's batchPath; `new_batch_http_request()` would keep Google's host even when
 # `api_endpoint` is overridden, so the batch URI is built from our endpoint instead.
 BATCH_PATH = "batch/gmail/v1"
@@ -113,7 +112,7 @@ def message_from_json(data: dict[str, Any]) -> MessageMeta:
 class GoogleGmailClient:
     """One service object and one keep-alive connection (an `httplib2.Http`), reused for every call."""
 
-    def __init__(self, credentials: Any, *, endpoint: str = GMAIL_ENDPOINT, timeout: float = 60.0) -> None:
+    def __init__(self, credentials: Any, *, endpoint: str, timeout: float) -> None:
         self._endpoint = endpoint if endpoint.endswith("/") else endpoint + "/"
         self._http = google_auth_httplib2.AuthorizedHttp(credentials, http=httplib2.Http(timeout=timeout))
         self._service = build(

@@ -92,8 +92,8 @@ class QuotaPacer:
 class RetryPolicy:
     """Attempts per call and the full-jitter exponential backoff between them (AWS architecture blog)."""
 
-    attempts: int = 7
-    base_seconds: float = 0.25
+    attempts: int  # GMAIL_STATS_RETRY_ATTEMPTS: the settings own the defaults
+    base_seconds: float  # GMAIL_STATS_RETRY_BASE_SECONDS
     cap_seconds: float = 8.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ingester.pacing import RetryPolicy
+
+if TYPE_CHECKING:
+    from ingester.settings import IngesterSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +20,14 @@ class ScanRequest:
 
 @dataclass(frozen=True, slots=True)
 class ScanTuning:
-    units_per_second: float = 250.0
-    workers: int = 3
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    """Pacing, workers and retries of a scan; `ingester.cli` builds it from the settings, which own the defaults."""
+
+    units_per_second: float
+    workers: int
+    retry: RetryPolicy
+
+    @classmethod
+    def from_settings(cls, settings: IngesterSettings) -> ScanTuning:
+        retry = RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds)
+        return cls(units_per_second=settings.quota_units_per_sec, workers=settings.scan_workers, retry=retry)
+

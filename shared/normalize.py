@@ -13,8 +13,6 @@ from functools import lru_cache
 from shared.rfc2047 import decode_words
 
 _WHITESPACE = re.compile(r"\s+")
-NO_SENDER = ""
-NO_SENDER_LABEL = "(no sender)"
 # Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
 ADDRESS_PARSE_LIMIT = 2048
 SENDER_CAP = 64 * 1024
@@ -31,14 +29,6 @@ class SenderIdentity:
     key: str
     display_name: str
     problem: str | None = None
-
-
-def decode_header_bytes(raw: bytes) -> str:
-    """Raw header bytes as text: UTF-8 when valid, else Latin-1 (which maps every byte, so nothing is lost)."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
 
 
 def decode_rfc2047(value: str) -> str:
@@ -126,7 +116,6 @@ def _labels(value: str) -> tuple[str, ...]:
 
 
 # Gmail's system labels as Takeout writes them; reserved names, so compared case-insensitively.
-EXCLUDED_LABELS = frozenset({"spam", "trash", "chat"})
 SPAM_TRASH_LABELS = frozenset({"spam", "trash"})
 UNREAD_LABEL = "unread"
 

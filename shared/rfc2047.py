@@ -8,6 +8,7 @@ do here. A word that cannot be decoded stays as its raw text.
 from __future__ import annotations
 
 import binascii
+import codecs
 import re
 from dataclasses import dataclass
 
@@ -46,10 +47,15 @@ def _word_bytes(encoding: str, text: str) -> bytes | None:
         return None
 
 
+_ESCAPE_CODECS = frozenset({"unicode-escape", "raw-unicode-escape"})
+
+
 def _to_text(charset: str, octets: bytes) -> tuple[str | None, str | None]:
     """(text, problem); text is None when the octets are left as the raw words."""
     name = charset.split("*", 1)[0]  # RFC 2231 section 5: `charset*language`
     try:
+        if codecs.lookup(name or "ascii").name in _ESCAPE_CODECS:
+            raise LookupError(name)  # Python source escapes, not a mail charset (and they warn on bad input)
         return octets.decode(name or "ascii", "replace"), None
     except LookupError:
         pass  # an unknown charset, or a codec that is not a text encoding

@@ -17,3 +17,23 @@ class CommonSettings(BaseSettings):
         default=Path("./stats.db"),
         description="SQLite database file. The ingester creates it; the viewer only reads it.",
     )
+
+
+def shown_default(settings: type[CommonSettings], name: str) -> str:
+    """A setting's default as `--help` and docs/reference.md show it (relative paths keep their `./`)."""
+    value = settings.model_fields[name].default
+    if value is None:
+        return "unset"
+    if isinstance(value, Path):
+        text = value.as_posix()
+        return text if value.is_absolute() or text.startswith(".") else f"./{text}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ", ".join(str(part) for part in value) or "none"
+    return str(value)
+
+
+def flag_help(settings: type[CommonSettings], name: str, what: str) -> str:
+    """Help of a flag that overrides setting `name`: what it is, its variable and the settings' own default."""
+    return f"{what} (env GMAIL_STATS_{name.upper()}, default {shown_default(settings, name)})"

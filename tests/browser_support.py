@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
@@ -55,8 +57,19 @@ def serve(settings: ViewerSettings) -> Iterator[str]:
         thread.join(30)
 
 
+def require_chromium() -> None:
+    """Skips (fails under CI=true, which must run them) the browser tests when Debian's chromium is absent."""
+    if Path(CHROMIUM).exists():
+        return
+    problem = f"no chromium at {CHROMIUM}: the browser tests need it (Debian/Ubuntu: sudo apt install chromium)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
 @contextmanager
 def browser() -> Iterator[Browser]:
+    require_chromium()
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:

@@ -11,18 +11,22 @@ import json
 import os
 import shutil
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 
-# Parallel work on one engine: a branch can build and test its own tag (the stacks then run that image too).
-IMAGE = os.environ.get("GMAIL_STATS_TEST_IMAGE", "gmail-stats:local")
+# The tests' own tag, so a test run never rebuilds or retags the image a user runs (`gmail-stats:local`);
+# parallel work on one engine can pick another (the stacks then run that image too).
+IMAGE = os.environ.get("GMAIL_STATS_TEST_IMAGE", "gmail-stats:test")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
+GET_AN_ENGINE = (
+    "install Docker Engine (Linux) or Docker Desktop (macOS), start it, and make sure your user may use it "
+    "(`docker info` answers) to run the Docker tests"
+)
 
 
 def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -37,13 +41,13 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
 def engine_problem() -> str | None:
     """Why no engine is usable, or None when `docker info` answers."""
     if shutil.which("docker") is None:
-        return "no docker CLI on PATH (run .ci/docker-setup.sh)"
+        return f"no docker CLI on PATH; {GET_AN_ENGINE}"
     try:
         result = docker("info", "--format", "{{.ServerVersion}}", check=False, timeout=20)
     except subprocess.TimeoutExpired:
         return "docker info timed out"
     if result.returncode != 0:
-        return "no Docker engine reachable (run .ci/docker-setup.sh)"
+        return f"no Docker engine answers `docker info`; {GET_AN_ENGINE}"
     return None
 
 
@@ -107,15 +111,6 @@ def container_state(container_id: str) -> dict[str, object]:
 def throttle(container_id: str, cpus: str = "0.1") -> None:
     """Slows a launched ingester down (a cgroup CPU quota) so a test can act mid-run on a small file."""
     docker("update", "--cpus", cpus, container_id, check=False)
-
-
-def wait_for(predicate: Callable[[], object], *, timeout: float, message: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s: {message}")
 
 
 def writable_dir(path: Path) -> Path:

@@ -1,14 +1,16 @@
-"""Builders of Takeout-like mbox files for tests and benchmarks: realistic headers, Zipf-distributed senders."""
+"""Every mbox builder of the tests and benchmarks: realistic Takeout messages with Zipf-distributed senders,
+small files of numbered messages, and single regions from header lists (the fake mailbox uses these too)."""
 
 from __future__ import annotations
 
 import email.utils
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 BASE_UNIX = 1_600_000_000
+TAKEOUT_DAY = 1_607_114_004  # Fri, 04 Dec 2020 20:33:24 GMT, the postmark date of the small builders
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +101,26 @@ def write_mbox(path: Path, messages: Iterator[GeneratedMessage] | list[Generated
             if not {"Spam", "Trash", "Chat"} & set(message.labels):
                 expected[message.sender] = expected.get(message.sender, 0) + 1
     return expected
+
+
+def region(
+    *, gmail_id: int, headers: Iterable[tuple[str, str]], body: str = "body\n", date_unix: int = TAKEOUT_DAY
+) -> bytes:
+    """One Takeout mbox message: its postmark (carrying `gmail_id`), the header block, a blank line, the body."""
+    block = "".join(f"{name}: {value}\n" for name, value in headers)
+    return postmark(gmail_id, date_unix) + f"{block}\n{body}".encode()
+
+
+def mbox_bytes(count: int, *, senders: int = 7, tag: str = "m") -> bytes:
+    """A small Takeout-like mbox: `count` distinct messages (Message-IDs tagged `tag`) from `senders` senders."""
+    return b"".join(
+        region(
+            gmail_id=i,
+            headers=[
+                ("From", f"Sender {i % senders} <s{i % senders}@example.com>"),
+                ("Message-ID", f"<{i}.{tag}@test>"),
+                ("X-Gmail-Labels", "Inbox"),
+            ],
+        )
+        for i in range(count)
+    )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,10 @@ def senders_of(db: Path) -> dict[str, dict[str, Any]]:
 
 
 def counts_of(db: Path) -> dict[str, int]:
-    return {sender: row["mails_sent"] for sender, row in senders_of(db).items()}
+    """Messages per sender key, senders left with none omitted; reads any schema version (plain sqlite3)."""
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT sender, mails_sent FROM senders WHERE mails_sent > 0").fetchall()
+    return {str(sender): int(count) for sender, count in rows}
 
 
 def query(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -34,7 +34,8 @@ def wait_for_progress(db: Path, process: subprocess.Popen[str], *, at_least: int
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"the ingester exited early ({process.returncode}): {process.stderr.read()}")  # type: ignore[union-attr]
+            stderr = process.stderr.read() if process.stderr else ""
+            raise AssertionError(f"the ingester exited early ({process.returncode}): {stderr}")
         if db.exists():
             try:
                 rows = query(db, "SELECT bytes_done FROM ingest_runs ORDER BY run_id DESC LIMIT 1")
@@ -64,12 +65,3 @@ def parse_workers_alive() -> list[int]:
         if parent == me or marked:
             alive.append(int(entry.name))
     return alive
-
-
-def wait_until(predicate: object, timeout: float = 10) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False

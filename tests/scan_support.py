@@ -8,15 +8,20 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import SINGLES, ConversationMix, Mailbox
+from tests.importing import counts_of
+from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
+
+# The one count reader (tests/importing.py), under the name the scan tests use.
+sender_counts = counts_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +86,7 @@ def fake_google(
         yield setup
 
 
-def sender_counts(db: Path) -> dict[str, int]:
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT sender, mails_sent FROM senders WHERE mails_sent > 0").fetchall()
-    conn.close()
-    return {str(sender): int(count) for sender, count in rows}
-
-
-def runs(db: Path) -> list[dict[str, object]]:
+def runs(db: Path) -> list[dict[str, Any]]:  # column -> value, as sqlite3 returns it
     conn = sqlite3.connect(db)
     try:
         conn.row_factory = sqlite3.Row
@@ -103,18 +101,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(predicate: Callable[[], object], *, timeout: float = 60, what: str = "condition") -> object:
-    """Polls `predicate` until it returns something truthy; generous bounds, never a bare sleep."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def last_run(db: Path) -> dict[str, object] | None:
+def last_run(db: Path) -> dict[str, Any] | None:
     if not db.exists():
         return None
     try:

@@ -85,20 +85,3 @@ def test_every_module_starts_with_a_docstring() -> None:
         if ast.get_docstring(ast.parse(path.read_text())) is None and path.read_text().strip()
     ]
     assert missing == []
-
-
-def test_every_setting_is_described_and_documented() -> None:
-    from ingester.settings import IngesterSettings
-
-    classes: list[type] = [IngesterSettings]
-    try:
-        from viewer.settings import ViewerSettings
-
-        classes.append(ViewerSettings)
-    except ImportError:
-        pass
-    readme = (REPO_ROOT / "README.md").read_text()
-    for cls in classes:
-        for name, field in cls.model_fields.items():  # type: ignore[attr-defined]
-            assert field.description, f"{cls.__name__}.{name} has no description"
-            assert f"`GMAIL_STATS_{name.upper()}`" in readme, f"GMAIL_STATS_{name.upper()} missing from README"

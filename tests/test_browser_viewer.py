@@ -47,7 +47,8 @@ def _page(chromium: Browser, *, width: int = 1280, dark: bool = False) -> tuple[
 
 
 def _row_senders(page: Page) -> list[str]:
-    return page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
+    senders = page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
+    return [str(sender) for sender in senders]
 
 
 def test_onboarding_pick_a_file_import_and_see_the_table(chromium: Browser, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,11 @@ def imported(tmp_path: Path, db_path: Path) -> dict[str, int]:
         (lambda d: d / "notes.txt", "not an mbox file"),
     ],
 )
-def test_bad_paths_fail_clearly_and_write_nothing(tmp_path: Path, make_path: object, message: str) -> None:
+def test_bad_paths_fail_clearly_and_write_nothing(
+    tmp_path: Path, make_path: Callable[[Path], Path], message: str
+) -> None:
     (tmp_path / "notes.txt").write_text("Subject: hello\n\nFrom here on, prose.\n")
-    path = make_path(tmp_path)  # type: ignore[operator]
+    path = make_path(tmp_path)
     db = tmp_path / "stats.db"
     result = run_cli("import", path, "--db", db)
     assert result.returncode == 1

@@ -94,10 +94,10 @@ def test_after_an_import_a_read_only_copy_opens_read_only(tmp_path: Path, db_pat
         shutil.copy2(tmp_path / name, frozen / name)
         (frozen / name).chmod(0o444)
     frozen.chmod(0o555)
-    kwargs: dict[str, object] = {}
+    nobody: int | None = None
     python = sys.executable
     if os.geteuid() == 0:
-        kwargs = {"user": 65534, "group": 65534}  # root ignores permission bits; read as `nobody` instead
+        nobody = 65534  # root ignores permission bits; read as `nobody` instead
         python = shutil.which("python3", path="/usr/bin:/usr/local/bin") or sys.executable  # not under /root
         tmp_path.chmod(0o755)
         for parent in tmp_path.parents:
@@ -109,7 +109,8 @@ def test_after_an_import_a_read_only_copy_opens_read_only(tmp_path: Path, db_pat
         text=True,
         cwd=frozen,
         check=False,
-        **kwargs,  # type: ignore[call-overload]
+        user=nobody,
+        group=nobody,
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == sum(expected.values())

@@ -123,7 +123,7 @@ def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(projec
             LaunchRequest(LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, import_path="a.mbox")
         )
         throttle(runners.import_name, cpus="0.03")
-        wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, message="launched run")
+        wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, what="launched run")
         refused = project.compose("run", "--rm", "ingester", "import", "/imports/a.mbox")
         assert refused.returncode == 75, refused.stderr
         assert "another ingester is already running against /data/stats.db" in refused.stderr

@@ -26,7 +26,7 @@ from tests.dockerenv import (
     wait_for,
     writable_dir,
 )
-from tests.factories import generate_messages, write_mbox
+from tests.factories import GeneratedMessage, generate_messages, write_mbox
 from tests.importing import counts_of, query
 from viewer.container_spec import STACK_LABEL, DockerStack, Runners
 from viewer.launch_docker import DockerLauncher, connect, provision_runners
@@ -77,7 +77,7 @@ class Stack:
         wait_for(
             lambda: (run := self.run(launched)) is not None and run.state in states,
             timeout=timeout,
-            message=f"run of {launched.launch_token} in {states}; last: {self.run(launched)}",
+            what=f"run of {launched.launch_token} in {states}; last: {self.run(launched)}",
         )
         run = self.run(launched)
         assert run is not None
@@ -97,20 +97,22 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="module")
-def mbox_messages() -> list[object]:
+def mbox_messages() -> list[GeneratedMessage]:
     return list(generate_messages(count=6000, body_bytes=1500, senders=300, spam_every=40))
 
 
-def write(stack: Stack, name: str, messages: list[object]) -> dict[str, int]:
-    return write_mbox(stack.imports / name, messages)  # type: ignore[arg-type]
+def write(stack: Stack, name: str, messages: list[GeneratedMessage]) -> dict[str, int]:
+    return write_mbox(stack.imports / name, messages)
 
 
-def request(**kwargs: object) -> LaunchRequest:
-    return LaunchRequest(LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, **kwargs)  # type: ignore[arg-type]
+def request(*, import_path: str, resume_run_id: int | None = None) -> LaunchRequest:
+    return LaunchRequest(
+        LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, import_path=import_path, resume_run_id=resume_run_id
+    )
 
 
 def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spent(
-    stack: Stack, mbox_messages: list[object]
+    stack: Stack, mbox_messages: list[GeneratedMessage]
 ) -> None:
     expected = write(stack, "Takeout file.mbox", mbox_messages)
     runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
@@ -143,7 +145,7 @@ def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: St
     assert not stack.db.exists()
 
 
-def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_messages: list[object]) -> None:
+def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_messages: list[GeneratedMessage]) -> None:
     expected = write(stack, "a.mbox", mbox_messages)
     runners = stack.provision()
     launcher = stack.launcher(runners)
@@ -183,7 +185,7 @@ def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack
     )
     launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="a.mbox"))
-    wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=30, message="the stubborn program is up")
+    wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=30, what="the stubborn program is up")
     cancelled_at = time.monotonic()
     launcher.cancel(launched, grace_seconds=2)
     time.sleep(1)
@@ -194,7 +196,7 @@ def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack
 
 
 def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
-    stack: Stack, mbox_messages: list[object]
+    stack: Stack, mbox_messages: list[GeneratedMessage]
 ) -> None:
     expected = write(stack, "big.mbox", mbox_messages)
     write(stack, "small.mbox", mbox_messages[:3])
@@ -202,7 +204,7 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     launcher = stack.launcher(runners)
     killed = launcher.launch(request(import_path="big.mbox"))
     throttle(runners.import_name)
-    wait_for(lambda: (r := stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, message="progress")
+    wait_for(lambda: (r := stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, what="progress")
     docker("kill", runners.import_name)
     assert launcher.wait_for_exit(killed, timeout=15)
     killed_run = stack.run(killed)
@@ -220,7 +222,9 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     assert counts_of(stack.db) == expected  # the small file's three messages are in the big one too
 
 
-def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(stack: Stack, mbox_messages: list[object]) -> None:
+def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
+    stack: Stack, mbox_messages: list[GeneratedMessage]
+) -> None:
     write(stack, "a.mbox", mbox_messages)
     runners = stack.provision()
     before = stack.launcher(runners)

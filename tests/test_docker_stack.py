@@ -103,7 +103,7 @@ class Stack:
         return dict(run)
 
     def wait_run(self, run_id: int, *states: str, timeout: float = 120) -> dict[str, Any]:
-        wait_for(lambda: self.run(run_id)["state"] in states, timeout=timeout, message=f"run {run_id} in {states}")
+        wait_for(lambda: self.run(run_id)["state"] in states, timeout=timeout, what=f"run {run_id} in {states}")
         return self.run(run_id)
 
     def ingesters(self, *, running: bool = False) -> list[str]:
@@ -192,7 +192,7 @@ def test_ui_import_runs_in_a_new_container_and_the_counts_match(stack: Stack) ->
     exported = stack.compose("run", "--rm", "ingester", "export")
     assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
     # The viewer deletes the spent request once it has seen the runner stop.
-    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, message="spent request deleted")
+    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, what="spent request deleted")
 
 
 def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(stack: Stack) -> None:
@@ -207,7 +207,7 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     run = stack.wait_run(run_id, "cancelled", "abandoned", "done", timeout=20)
     assert run["state"] == "cancelled" and time.monotonic() - cancelled_at < 12  # SIGTERM honoured, not SIGKILL
-    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, message="cancelled ingester exits")
+    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, what="cancelled ingester exits")
     throttle(f"{stack.name}-import-runner", cpus="2")  # the runner container is reused: lift the test's quota
     resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
     assert resumed.status_code == 202, resumed.text
@@ -215,7 +215,7 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     final = stack.wait_run(run_id, "done", "failed")
     assert (final["outcome"], final["messages_new"], final["messages_seen"]) == ("complete", total, total)
     assert len(stack.get("/api/runs")["runs"]) == 1  # the refused ingester left no run behind
-    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, message="runner stopped")
+    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
 
 def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
@@ -231,7 +231,7 @@ def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
     assert stack.http.get(f"/api/runs/{run_id}/log").status_code == 200
     assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     assert stack.wait_run(run_id, "cancelled", "abandoned", timeout=20)["state"] == "cancelled"
-    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, message="runner stopped")
+    wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
 
 # The fake Google runs in a container on the stack's network (the repo's tests mounted read-only), listening on all
@@ -321,7 +321,7 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
     wait_for(
         lambda: stack.run(run_id)["state"] == "awaiting_auth" and stack.run(run_id)["auth_url"],
         timeout=60,
-        message="the consent URL on the run row",
+        what="the consent URL on the run row",
     )
     consent_url = str(stack.run(run_id)["auth_url"])
     assert consent_url.startswith("http://fake-google:8080/o/oauth2/auth?")
@@ -337,7 +337,7 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
     assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))
     exported = stack.compose("run", "--rm", "ingester", "export")
     assert {row["sender"]: row["mails_sent"] for row in json.loads(exported.stdout)["senders"]} == expected
-    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, message="spent scan request deleted")
+    wait_for(lambda: stack.status() and not stack.request_pending(), timeout=60, what="spent scan request deleted")
 
 
 # Run inside the viewer container with the web process's exact credentials: everything an attacker who has code

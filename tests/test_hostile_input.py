@@ -35,8 +35,9 @@ _encoded_word = st.builds(
     st.sampled_from(["B", "Q", "b", "q"]),
     st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x2FF), max_size=30),
 )
-_hostile_text = st.lists(st.one_of(_encoded_word, st.text(max_size=20), st.sampled_from([" ", "<a@b.c>", "("])))
-_hostile_text = _hostile_text.map("".join)
+_hostile_text = st.lists(st.one_of(_encoded_word, st.text(max_size=20), st.sampled_from([" ", "<a@b.c>", "("]))).map(
+    "".join
+)
 
 
 @settings(max_examples=300, deadline=None)

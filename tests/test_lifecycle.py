@@ -18,7 +18,8 @@ from shared.lock import IngestLock, is_lock_held
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, import_file, query
-from tests.processes import parse_workers_alive, start_import, wait_for_progress, wait_until
+from tests.polling import wait_for
+from tests.processes import parse_workers_alive, start_import, wait_for_progress
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +93,7 @@ def test_kill_9_at_random_points_then_resume_is_exact(
         assert query(db, "SELECT state FROM ingest_runs") == [("running",)], "killed too late to prove anything"
         (run_id,) = query(db, "SELECT run_id FROM ingest_runs ORDER BY run_id DESC LIMIT 1")[0]
         resume = ["--resume", str(run_id)]
-        assert wait_until(lambda: not parse_workers_alive()), "parse workers outlived their killed parent"
+        wait_for(lambda: not parse_workers_alive(), timeout=10, what="parse workers to exit with their killed parent")
     final = start_import(db, mbox, *resume, GMAIL_STATS_PARSE_WORKERS=workers)
     _, stderr = final.communicate(timeout=120)
     assert final.returncode == 0, stderr
@@ -140,7 +141,7 @@ def test_sigterm_cancels_cleanly_and_resume_finishes_exactly(
     assert (state, outcome) == ("cancelled", "partial")
     assert 0 < done < mbox.stat().st_size
     assert f"resume with: gmail-stats import {mbox} --resume {run_id}" in stderr
-    assert wait_until(lambda: not parse_workers_alive())
+    wait_for(lambda: not parse_workers_alive(), timeout=10, what="parse workers to exit")
     result = run_cli("import", mbox, "--resume", run_id, "--db", db)
     assert result.returncode == 0, result.stderr
     assert counts_of(db) == expected

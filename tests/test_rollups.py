@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import email.utils
-import sqlite3
 from pathlib import Path
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
@@ -130,8 +129,5 @@ def test_a_version_4_database_is_backfilled(tmp_path: Path) -> None:
         ("b.org", 1, 1, 1, 0, 0, None, None),
     ]
     assert query(db, "SELECT * FROM months ORDER BY 1") == [("2024-01", 1, 10), ("2024-02", 2, 60)]
-    conn = sqlite3.connect(db)
-    found = conn.execute("SELECT sender FROM sender_search WHERE sender_search MATCH '\"why\"'").fetchall()
-    conn.close()
-    assert found == [("y@a.com",)]
+    assert query(db, "SELECT sender FROM sender_search WHERE sender_search MATCH '\"why\"'") == [("y@a.com",)]
     assert_rollups_exact(db)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 from tests.scan_support import fake_google, runs, sender_counts
 
 
-def test_full_scan_is_exact_then_rescan_uses_history(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_full_scan_is_exact_then_rescan_uses_history(tmp_path: Path) -> None:
     with fake_google(tmp_path, 1500) as g:
         first = g.scan()
         assert first.returncode == 0, first.stderr
@@ -41,7 +42,7 @@ def test_full_scan_is_exact_then_rescan_uses_history(tmp_path) -> None:  # type:
         assert unread >= len(added)
 
 
-def test_expired_history_and_full_flag_list_everything_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_expired_history_and_full_flag_list_everything_again(tmp_path: Path) -> None:
     with fake_google(tmp_path, 700) as g:
         assert g.scan().returncode == 0
         g.google.mailbox.add(12)
@@ -59,7 +60,7 @@ def test_expired_history_and_full_flag_list_everything_again(tmp_path) -> None: 
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
 
 
-def test_deleted_messages_are_skipped_with_a_warning(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_deleted_messages_are_skipped_with_a_warning(tmp_path: Path) -> None:
     with fake_google(tmp_path, 400) as g:
         gone = g.google.mailbox.listed(include_spam_trash=False)[5:8]
         g.google.faults.deleted.update(gone)
@@ -73,7 +74,7 @@ def test_deleted_messages_are_skipped_with_a_warning(tmp_path) -> None:  # type:
         assert sender_counts(g.db) == {k: v for k, v in expected.items() if v}
 
 
-def test_quota_storms_and_5xx_still_give_exact_counts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_quota_storms_and_5xx_still_give_exact_counts(tmp_path: Path) -> None:
     with fake_google(tmp_path, 1000) as g:
         g.google.faults.storm_429_rate = 0.15
         g.google.faults.error_5xx_rate = 0.1
@@ -85,7 +86,7 @@ def test_quota_storms_and_5xx_still_give_exact_counts(tmp_path) -> None:  # type
         assert result.returncode == 0, result.stderr
         run = runs(g.db)[-1]
         assert (run["state"], run["outcome"]) == ("done", "complete")
-        assert int(run["warnings_count"]) > 0  # type: ignore[call-overload]
+        assert int(run["warnings_count"]) > 0
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
         with sqlite3.connect(g.db) as conn:
             rows = conn.execute("SELECT count(*), count(DISTINCT mail_id) FROM seen_mails").fetchone()
@@ -93,7 +94,7 @@ def test_quota_storms_and_5xx_still_give_exact_counts(tmp_path) -> None:  # type
         assert rows[0] == rows[1] == sum(g.google.mailbox.expected_counts().values())
 
 
-def test_ids_failing_past_the_budget_make_a_partial_run_retried_next_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ids_failing_past_the_budget_make_a_partial_run_retried_next_time(tmp_path: Path) -> None:
     with fake_google(tmp_path, 300) as g:
         stuck = g.google.mailbox.listed(include_spam_trash=False)[10:12]
         g.google.faults.always_fail.update(stuck)
@@ -113,7 +114,7 @@ def test_ids_failing_past_the_budget_make_a_partial_run_retried_next_time(tmp_pa
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
 
 
-def test_persistent_failures_fail_the_run_with_a_kind(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_persistent_failures_fail_the_run_with_a_kind(tmp_path: Path) -> None:
     with fake_google(tmp_path, 50) as g:
         g.google.faults.error_5xx_rate = 1.0
         result = g.scan(GMAIL_STATS_RETRY_ATTEMPTS="3")
@@ -127,7 +128,7 @@ def test_persistent_failures_fail_the_run_with_a_kind(tmp_path) -> None:  # type
         assert (runs(g.db)[-1]["state"], runs(g.db)[-1]["error_kind"]) == ("failed", "rate_limited")
 
 
-def test_missing_credentials_says_how_to_make_them(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_credentials_says_how_to_make_them(tmp_path: Path) -> None:
     with fake_google(tmp_path, 10) as g:
         g.credentials.unlink()
         result = g.scan()
@@ -137,7 +138,7 @@ def test_missing_credentials_says_how_to_make_them(tmp_path) -> None:  # type: i
         assert (run["state"], run["error_kind"]) == ("failed", "missing_credentials")
 
 
-def test_scan_respects_the_lock(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_scan_respects_the_lock(tmp_path: Path) -> None:
     import fcntl
 
     with fake_google(tmp_path, 10) as g, open(f"{g.db}.ingest.lock", "w") as held:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,10 @@ def test_a_message_seen_by_both_ingesters_counts_once(tmp_path: Path, order: str
     with fake_google(tmp_path, 900) as g:
         mbox = tmp_path / "mail.mbox"
         _takeout(g, mbox)
-        steps = [lambda: run_cli("import", mbox, "--db", g.db), lambda: g.scan()]
+        steps: list[Callable[[], subprocess.CompletedProcess[str]]] = [
+            lambda: run_cli("import", mbox, "--db", g.db),
+            lambda: g.scan(),
+        ]
         if order == "scan_then_import":
             steps.reverse()
         for step in steps:
@@ -38,7 +43,7 @@ def test_a_message_seen_by_both_ingesters_counts_once(tmp_path: Path, order: str
         scan = next(r for r in runs(g.db) if r["source"] == "gmail_api")
         imported = next(r for r in runs(g.db) if r["source"] == "mbox")
         listed = len(g.google.mailbox.listed(include_spam_trash=False))
-        assert int(scan["messages_new"]) + int(imported["messages_new"]) == listed  # type: ignore[call-overload]
+        assert int(scan["messages_new"]) + int(imported["messages_new"]) == listed
         if order == "import_then_scan":
             # Messages whose postmark is their Gmail id were not even fetched.
             assert g.google.calls["get"] < listed - 150

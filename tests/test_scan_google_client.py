@@ -39,6 +39,7 @@ def client(google: FakeGoogle, tmp_path: Path) -> Iterator[GmailClient]:
         oauth_port=0,
         auth_timeout=1,
         api_endpoint=google.base_url,
+        http_timeout=10,
         note=lambda text: None,
     )
     made = access.connect(on_consent_url=lambda url: None, cancel=threading.Event())()
@@ -52,7 +53,7 @@ def test_profile_list_and_batch_get(google: FakeGoogle, client: GmailClient) -> 
     first = client.list_messages(page_token=None)
     assert len(first.ids) == 500 and first.next_page_token
     listed = list(first.ids)
-    token = first.next_page_token
+    token: str | None = first.next_page_token
     while token:
         page = client.list_messages(page_token=token)
         listed += page.ids
@@ -126,6 +127,7 @@ def test_revoked_token_refresh_then_expired_access_token(
         oauth_port=0,
         auth_timeout=0.5,
         api_endpoint=google.base_url,
+        http_timeout=10,
         note=notes.append,
     )
     made = access.connect(on_consent_url=lambda url: None, cancel=threading.Event())()  # refreshed at the fake
@@ -154,6 +156,8 @@ def test_missing_or_bad_client_file(tmp_path: Path) -> None:
             oauth_bind="127.0.0.1",
             oauth_port=0,
             auth_timeout=1,
+            api_endpoint="http://127.0.0.1:9/",  # never reached: the client file is refused first
+            http_timeout=10,
             note=lambda text: None,
         )
         with pytest.raises(GmailAuthError) as caught:

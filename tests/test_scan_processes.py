@@ -6,6 +6,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,10 +16,10 @@ from tests.scan_support import GoogleSetup, fake_google, file_mode, free_port, l
 QUOTA = "500"  # both sides: ~100 messages/s, so a scan lasts long enough to be interrupted
 
 
-def _progress(g: GoogleSetup, at_least: int) -> object:
-    def check() -> object:
+def _progress(g: GoogleSetup, at_least: int) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
         run = last_run(g.db)
-        return run if run and run["resume_token"] and int(run["messages_new"]) >= at_least else None  # type: ignore[call-overload]
+        return run if run and run["resume_token"] and int(run["messages_new"]) >= at_least else None
 
     return wait_for(check, timeout=90, what=f"{at_least} messages counted")
 
@@ -32,7 +33,7 @@ def test_kill_9_mid_scan_then_resume_is_exact(tmp_path: Path) -> None:
             process.kill()
         finally:
             process.communicate(timeout=60)
-        run_id = str(run["run_id"])  # type: ignore[index]
+        run_id = str(run["run_id"])
         g.google.bucket = None  # the rest at full speed
         listed = len(g.google.mailbox.listed(include_spam_trash=False))
         arrived = g.google.mailbox.add(7, labels=("INBOX",))  # on page one, which the resume does not list again
@@ -63,7 +64,7 @@ def test_sigterm_cancels_then_resume_survives_expired_page_tokens(tmp_path: Path
                 process.communicate()
         assert process.returncode == 0, stderr
         assert elapsed < 30  # the contract is 2 s; generous: the loaded CI ran Python 8x slower
-        run_id = run["run_id"]  # type: ignore[index]
+        run_id = run["run_id"]
         assert f"gmail-stats scan --resume {run_id}" in stderr
         cancelled = runs(g.db)[-1]
         assert (cancelled["state"], cancelled["outcome"]) == ("cancelled", "partial")
@@ -78,11 +79,11 @@ def test_sigterm_cancels_then_resume_survives_expired_page_tokens(tmp_path: Path
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
 
 
-def _consent_run(g: GoogleSetup, port: int, **env: str) -> tuple[subprocess.Popen[str], dict[str, object]]:
+def _consent_run(g: GoogleSetup, port: int, **env: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     g.tokens.unlink(missing_ok=True)
     process = g.popen(GMAIL_STATS_OAUTH_PORT=str(port), **env)
 
-    def awaiting() -> object:
+    def awaiting() -> dict[str, Any] | None:
         run = last_run(g.db)
         return run if run and run["state"] == "awaiting_auth" and run["auth_url"] else None
 
@@ -92,7 +93,7 @@ def _consent_run(g: GoogleSetup, port: int, **env: str) -> tuple[subprocess.Pope
         process.kill()
         process.communicate()
         raise
-    return process, run  # type: ignore[return-value]
+    return process, run
 
 
 def _finish(process: subprocess.Popen[str], timeout: float = 60) -> tuple[str, str]:
@@ -166,11 +167,11 @@ def test_revoked_refresh_token_asks_again_and_says_why(tmp_path: Path) -> None:
 def test_sigterm_while_waiting_for_consent_cancels_quickly(tmp_path: Path) -> None:
     with fake_google(tmp_path, 20, tokens=False) as g:
         process, run = _consent_run(g, free_port())
-        first_beat = int(run["updated_at_unix"])  # type: ignore[call-overload]
+        first_beat = int(run["updated_at_unix"])
 
         def beating() -> object:
             current = last_run(g.db)
-            return current and int(current["updated_at_unix"]) >= first_beat + 2  # type: ignore[call-overload]
+            return current and int(current["updated_at_unix"]) >= first_beat + 2
 
         wait_for(beating, timeout=30, what="heartbeats while waiting for consent")
         sent = time.monotonic()

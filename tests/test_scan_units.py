@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ingester.consent import Callback, parse_callback
-from ingester.gmail import MessageMeta
+from ingester.gmail import GmailClient, MessageMeta
 from ingester.gmail_google import error_from_response, parse_retry_after
 from ingester.gmail_records import record_from_meta
 from ingester.pacing import QuotaPacer, RetryPolicy
@@ -117,7 +117,9 @@ def test_retry_after_is_read_from_googles_message() -> None:
     assert error.retry_at == pytest.approx(expected)
 
 
-def _meta(labels: tuple[str, ...], headers: tuple[tuple[str, str], ...], internal: int | None = 1_700_000_000_000):
+def _meta(
+    labels: tuple[str, ...], headers: tuple[tuple[str, str], ...], internal: int | None = 1_700_000_000_000
+) -> MessageMeta:
     return MessageMeta("18c6a", labels, 1234, internal, headers)
 
 
@@ -131,7 +133,9 @@ def _meta(labels: tuple[str, ...], headers: tuple[tuple[str, str], ...], interna
         (("INBOX",), (("From", "=?utf-8?q?Caf=C3=A9?= <cafe@x.org>"),), ("cafe@x.org", None)),
     ],
 )
-def test_metadata_becomes_a_record_by_the_import_rules(labels, headers, expected) -> None:  # type: ignore[no-untyped-def]
+def test_metadata_becomes_a_record_by_the_import_rules(
+    labels: tuple[str, ...], headers: tuple[tuple[str, str], ...], expected: tuple[str, str | None]
+) -> None:
     record = record_from_meta(_meta(labels, headers))
     assert record is not None
     assert (record.sender, record.rfc_message_id) == expected
@@ -209,7 +213,17 @@ def test_batches_never_cost_more_than_a_second_of_quota(units: float, batch: int
 
     clock = FakeTime()
     pacer = QuotaPacer(units, monotonic=clock.monotonic, wait=clock.wait)
-    fetcher = Fetcher(lambda: None, pacer=pacer, policy=RetryPolicy(), workers=1, cancel=threading.Event())  # type: ignore[arg-type, return-value]
+
+    def no_client() -> GmailClient:
+        raise AssertionError("sizing a batch connects to nothing")
+
+    fetcher = Fetcher(
+        no_client,
+        pacer=pacer,
+        policy=RetryPolicy(attempts=7, base_seconds=0.25),
+        workers=1,
+        cancel=threading.Event(),
+    )
     try:
         assert fetcher.batch_size == batch
     finally:

@@ -62,7 +62,7 @@ def test_rust_era_files_are_rebuilt_with_ids_as_text_and_merged_senders(tmp_path
         for mail_id, kind, gmail_id, source, counted in ids
     )
     assert "12345" in {row[0] for row in ids}
-    assert senders == [("", "", 4), ("alice@example.com", "Alice", 5), ("bob@x.org", "", 1)]
+    assert [tuple(row) for row in senders] == [("", "", 4), ("alice@example.com", "Alice", 5), ("bob@x.org", "", 1)]
     assert ("legacy_ingest_runs" in tables) == (version == 2)
     assert {"seen_mails", "senders", "ingest_runs", "gmail_retry", "backfill_checked"} <= tables
 

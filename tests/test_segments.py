@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from ingester.parse_pool import parse_in_order
+from ingester.records import MailRecord
 from ingester.segments import SegmentResult, plan_segments
 from tests.factories import generate_messages, write_mbox
 from tests.processes import parse_workers_alive
 
 
-def _flatten(results: list[SegmentResult]) -> tuple[list[object], int, int, int, list[int | None]]:
+def _flatten(results: list[SegmentResult]) -> tuple[list[MailRecord], int, int, int, list[int]]:
     records = [record for result in results for record in result.records]
     return (
         records,

@@ -143,7 +143,7 @@ def test_senders_default_page_whole_body(tmp_path: Path, db_path: Path) -> None:
     ],
 )
 def test_senders_search_sort_and_paging(
-    tmp_path: Path, db_path: Path, params: dict[str, object], expected: list[str]
+    tmp_path: Path, db_path: Path, params: dict[str, str | int], expected: list[str]
 ) -> None:
     seed(db_path)
     with viewer(make_settings(tmp_path)) as client:

@@ -159,7 +159,11 @@ def test_cancel_gives_a_cancelled_row_then_resume_finishes_it(tmp_path: Path) ->
         assert (run["state"], run["outcome"]) == ("cancelled", "partial")
         assert run["bytes_done"] < run["bytes_total"]
         # The row says `cancelled` before the ingester closes the database, releases the lock and prints its hint.
-        wait_for(lambda: any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"]))
+        wait_for(
+            lambda: any("--resume" in line for line in client.get(f"/api/runs/{run_id}/log").json()["lines"]),
+            timeout=60,
+            what="the resume hint in the run's log",
+        )
         resumed = _start(client, {"source": "mbox", "resume_run_id": run_id})
         assert resumed.status_code == 202 and resumed.json() == {"run_id": run_id}
         run = wait_for(lambda: _finished(client, run_id))
@@ -312,7 +316,8 @@ def test_the_entry_point_serves_and_stops_on_sigint(tmp_path: Path, db_path: Pat
 
         def answer() -> dict[str, Any] | None:
             try:
-                return httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).json()  # type: ignore[no-any-return]
+                status: dict[str, Any] = httpx.get(f"http://127.0.0.1:{port}/api/status", timeout=2).json()
+                return status
             except httpx.HTTPError:
                 return None
 

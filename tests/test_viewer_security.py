@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+import httpx2
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
@@ -25,10 +27,10 @@ SECURITY = {
 }
 
 
-def _assert_security_headers(headers: object) -> None:
+def _assert_security_headers(headers: Mapping[str, str]) -> None:
     for name, value in SECURITY.items():
-        assert headers[name] == value, name  # type: ignore[index]
-    assert not [k for k in headers if k.lower().startswith("access-control-")]  # type: ignore[attr-defined]
+        assert headers[name] == value, name
+    assert not [k for k in headers if k.lower().startswith("access-control-")]
 
 
 @pytest.mark.parametrize(
@@ -134,8 +136,10 @@ def test_preflight_gets_no_cors_headers(tmp_path: Path) -> None:
     _assert_security_headers(response.headers)
 
 
-def _post(client: object, headers: dict[str, str], content: bytes = b'{"source": "nope"}') -> object:
-    return client.post("/api/runs", content=content, headers=headers)  # type: ignore[attr-defined]
+def _post(
+    client: TestClient, headers: dict[str, str], content: bytes = b'{"source": "nope"}'
+) -> httpx2.Response:  # what starlette's TestClient answers with
+    return client.post("/api/runs", content=content, headers=headers)
 
 
 @pytest.mark.parametrize(
@@ -170,8 +174,8 @@ def test_mutations_need_the_csrf_token(tmp_path: Path, token: str | None) -> Non
             headers["X-Gmail-Stats-Csrf"] = token
         responses = [_post(client, headers), client.post("/api/runs/1/cancel", json={}, headers=headers)]
     for response in responses:
-        assert response.status_code == 403  # type: ignore[attr-defined]
-        assert response.json() == {  # type: ignore[attr-defined]
+        assert response.status_code == 403
+        assert response.json() == {
             "error": "csrf",
             "message": "missing or wrong X-Gmail-Stats-Csrf header; reload the page",
         }
@@ -180,7 +184,7 @@ def test_mutations_need_the_csrf_token(tmp_path: Path, token: str | None) -> Non
 def test_token_differs_per_viewer_process(tmp_path: Path) -> None:
     with viewer(make_settings(tmp_path)) as first, viewer(make_settings(tmp_path)) as second:
         stale = csrf_headers(first)
-        assert _post(second, stale).status_code == 403  # type: ignore[attr-defined]
+        assert _post(second, stale).status_code == 403
 
 
 @pytest.mark.parametrize(
@@ -208,9 +212,9 @@ def test_origin_and_fetch_metadata(tmp_path: Path, origin: str | None, fetch_sit
         if fetch_site is not None:
             headers["Sec-Fetch-Site"] = fetch_site
         response = _post(client, headers)
-    assert response.status_code == status  # type: ignore[attr-defined]
+    assert response.status_code == status
     expected = "csrf" if status == 403 else "bad_source"  # 422: it got past the guard to the route
-    assert response.json()["error"] == expected  # type: ignore[attr-defined]
+    assert response.json()["error"] == expected
 
 
 def test_get_never_changes_state(tmp_path: Path) -> None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +18,8 @@ from shared.migration_rollups import BACKFILL_ROLLUPS
 from shared.migrations import migrate
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
+from tests.factories import mbox_bytes as mbox_bytes  # the mbox builders live in tests/factories.py
+from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 from viewer.app import create_app
 from viewer.launcher import Launcher
 from viewer.settings import ViewerSettings
@@ -137,18 +138,6 @@ def csrf_headers(client: TestClient) -> dict[str, str]:
     return {"X-Gmail-Stats-Csrf": token, "Content-Type": "application/json"}
 
 
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 60.0, interval: float = 0.05) -> T:
-    """Polls until `probe` returns something truthy; generous timeouts, never a blind sleep."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {probe}")
-        time.sleep(interval)
-
-
 def file_digests(db_path: Path) -> dict[str, str]:
     """SHA-256 of the database and every sidecar beside it (`-wal`, `-shm`, the lock file)."""
     return {
@@ -156,16 +145,3 @@ def file_digests(db_path: Path) -> dict[str, str]:
         for p in sorted(db_path.parent.iterdir())
         if p.name.startswith(db_path.name)
     }
-
-
-MBOX_HEAD = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"
-
-
-def mbox_bytes(count: int, *, senders: int = 7, tag: str = "m") -> bytes:
-    """A Takeout-like mbox with `count` distinct messages from `senders` senders."""
-    parts = [
-        b"From %d@xxx Fri Dec 04 20:33:24 +0000 2020\nFrom: Sender %d <s%d@example.com>\n"
-        b"Message-ID: <%d.%s@test>\nX-Gmail-Labels: Inbox\n\nbody\n" % (i, i % senders, i % senders, i, tag.encode())
-        for i in range(count)
-    ]
-    return b"".join(parts)

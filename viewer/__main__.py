@@ -12,25 +12,27 @@ import uvicorn
 from pydantic import ValidationError
 
 from shared.errors import GmailStatsError
+from shared.settings import flag_help
 from viewer.app import create_app
 from viewer.server import server_config
 from viewer.settings import ViewerSettings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         prog="gmail-stats-viewer",
         description="Serve the gmail-stats web viewer (reads the database, never writes it).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Example:\n  gmail-stats-viewer --port 7878   # then open http://127.0.0.1:7878",
     )
+    parser.add_argument("--host", help=flag_help(ViewerSettings, "viewer_host", "listen address"))
+    parser.add_argument("--port", type=int, help=flag_help(ViewerSettings, "viewer_port", "listen port"))
+    parser.add_argument("--db", metavar="FILE", help=flag_help(ViewerSettings, "db", "database file"))
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    parser.add_argument("--host", help="listen address (env GMAIL_STATS_VIEWER_HOST, default 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="listen port (env GMAIL_STATS_VIEWER_PORT, default 7878)")
-    parser.add_argument("--db", help="database file (env GMAIL_STATS_DB, default ./stats.db)")
     args = parser.parse_args(argv)
     overrides: dict[str, Any] = {}
     if args.host is not None:

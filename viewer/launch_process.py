@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from viewer.launcher import (
-    CANCEL_GRACE_SECONDS,
     LOG_TAIL_LINES,
     LaunchCommand,
     Launched,
@@ -27,6 +26,20 @@ from viewer.launcher import (
 )
 
 _LOG_TAIL_BYTES = 64 * 1024
+# A launched ingester inherits its own settings (GMAIL_STATS_*) and what any process needs for programs, locale,
+# temporary files, proxies and CA bundles; nothing else of the viewer's environment (other tools' secrets stay put).
+_INHERITED = frozenset(
+    {
+        *("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE"),
+        *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
+        "OAUTHLIB_INSECURE_TRANSPORT",
+    }
+)
+
+
+def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of `environ` a launched ingester gets (the launch adds its database and launch token)."""
+    return {k: v for k, v in environ.items() if k in _INHERITED or k.startswith(("GMAIL_STATS_", "LC_"))}
 
 
 def default_ingest_command() -> list[str]:
@@ -72,8 +85,7 @@ class ProcessLauncher:
         self.ingest_command = list(ingest_command)
         self.db_path = db_path.absolute()
         self.import_dir = import_dir
-        # By default the child inherits the viewer's environment (credential paths, tuning); DB and token are added.
-        self.environ = dict(os.environ if environ is None else environ)
+        self.environ = inherited_environment(os.environ if environ is None else environ)
         self._children: dict[str, _Child] = {}
         self._lock = threading.Lock()
         self._log_dir = Path(tempfile.mkdtemp(prefix="gmail-stats-viewer-"))
@@ -116,7 +128,7 @@ class ProcessLauncher:
         child = self._child(launched)
         return child is not None and child.process.poll() is None
 
-    def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
+    def cancel(self, launched: Launched, *, grace_seconds: float) -> None:
         child = self._child(launched)
         if child is None or child.process.poll() is not None:
             return

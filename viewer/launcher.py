@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-# The viewer waits this long for a launched ingester's run row, and gives a cancelled one this long to stop.
-RUN_ROW_WAIT_SECONDS = 10.0
-CANCEL_GRACE_SECONDS = 10.0
+from viewer.settings import ViewerSettings
+
+# The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for launch_docker's default.
+CANCEL_GRACE_SECONDS: float = ViewerSettings.model_fields["cancel_grace_seconds"].default
 LOG_TAIL_LINES = 200
 
 
@@ -55,7 +56,7 @@ class Launcher(Protocol):
 
     def is_alive(self, launched: Launched) -> bool: ...
 
-    def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
+    def cancel(self, launched: Launched, *, grace_seconds: float) -> None:
         """Sends SIGTERM now and SIGKILL after the grace period if still alive; returns without waiting."""
         ...
 

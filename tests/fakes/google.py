@@ -165,7 +165,8 @@ class FakeGoogle:
         if parts[:4] != ["gmail", "v1", "users", "me"] or method != "GET":
             return 404, error_body(404, "Not Found", "notFound", "NOT_FOUND")
         rest = parts[4:]
-        name = {("profile",): "profile", ("messages",): "list", ("history",): "history"}.get(tuple(rest))
+        routes: dict[tuple[str, ...], str] = {("profile",): "profile", ("messages",): "list", ("history",): "history"}
+        name = routes.get(tuple(rest))
         if name is None and len(rest) == 2 and rest[0] in ("messages", "threads"):
             name = "get" if rest[0] == "messages" else "thread"
         if name is None:

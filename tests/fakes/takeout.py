@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from tests.factories import region
 from tests.fakes.mailbox import FakeMessage
 
 _LABELS = {"INBOX": "Inbox", "UNREAD": "Unread", "SPAM": "Spam", "TRASH": "Trash", "CHAT": "Chat"}
@@ -16,10 +17,8 @@ def takeout_region(message: FakeMessage, *, postmark_matches: bool) -> bytes:
         int(message.gmail_id, 16) if postmark_matches else 7_000_000_000_000_000_000 + int(message.gmail_id, 16) % 10**9
     )
     labels = ",".join(_LABELS.get(label, label.title()) for label in message.label_ids)
-    lines = [f"From {number}@xxx Fri Dec 04 20:33:24 +0000 2020", f"X-Gmail-Labels: {labels}"]
-    lines += [f"{name}: {value}" for name, value in message.headers]
-    lines += ["Subject: hello", "", "body", ""]
-    return "\n".join(lines).encode()
+    headers = [("X-Gmail-Labels", labels), *message.headers, ("Subject", "hello")]
+    return region(gmail_id=number, headers=headers)
 
 
 def write_takeout(path: Path, messages: Iterable[tuple[FakeMessage, bool]]) -> None:
