@@ -23,7 +23,15 @@ from ingester.gmail import AuthCancelled
 from ingester.heartbeat import Heartbeat, database_file
 from ingester.report import Reporter
 from shared.db_errors import database_error
-from shared.errors import DatabaseError, ErrorKind, GmailApiError, GmailAuthError, InputFileError, RunNotFoundError
+from shared.errors import (
+    DatabaseError,
+    ErrorKind,
+    GmailApiError,
+    GmailAuthError,
+    GmailStatsError,
+    InputFileError,
+    RunNotFoundError,
+)
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import Run, add_warnings, create_run, finish_run, get_run, reopen_run, update_run
 from shared.timeutil import Clock
@@ -232,7 +240,11 @@ class RunLifecycle:
                 raise InputFileError(f"reading failed ({exc}){hint}") from exc
             except BaseException as exc:
                 if self._ended is None and not isinstance(exc, KeyboardInterrupt | SystemExit):
-                    self._end(RunState.FAILED, kind=getattr(exc, "kind", ErrorKind.INTERNAL), error=f"{exc}{hint}")
+                    self._end(
+                        RunState.FAILED,
+                        kind=exc.kind if isinstance(exc, GmailStatsError) else ErrorKind.INTERNAL,
+                        error=f"{exc}{hint}",
+                    )
                 raise
             finally:
                 self.reporter.finish()

@@ -30,4 +30,3 @@ class ScanTuning:
     def from_settings(cls, settings: IngesterSettings) -> ScanTuning:
         retry = RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds)
         return cls(units_per_second=settings.quota_units_per_sec, workers=settings.scan_workers, retry=retry)
-

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import REPO_ROOT, ingester_env
 from tests.importing import query
+from tests.polling import wait_for
 
 # Every ingester a test starts carries this in its environment, and its parse workers inherit it, so a check for
 # leftover workers never sees those of another test suite running on the same machine.
@@ -65,3 +67,12 @@ def parse_workers_alive() -> list[int]:
         if parent == me or marked:
             alive.append(int(entry.name))
     return alive
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10) -> bool:
+    """True once `predicate` holds, False after `timeout` s: for asserts that carry their own message."""
+    try:
+        wait_for(lambda: bool(predicate()), timeout=timeout)
+    except AssertionError:
+        return False
+    return True

@@ -63,7 +63,7 @@ def test_scan_killed_at_a_random_point_then_resumed(tmp_path: Path, cpu_load: No
         at_least = rng.randint(100, 1000)
         try:
             wait_for(
-                lambda: (run := last_run(g.db)) is not None and int(run["messages_new"]) >= at_least,  # type: ignore[call-overload]
+                lambda: (run := last_run(g.db)) is not None and int(run["messages_new"]) >= at_least,
                 timeout=120,
                 what=f"{at_least} messages counted",
             )

@@ -11,6 +11,7 @@ import pytest
 
 from ingester.auth import GoogleAccess
 from ingester.gmail import METADATA_HEADERS
+from ingester.pacing import RetryPolicy
 from ingester.rollups import month_of
 from ingester.scan import run_scan
 from ingester.scan_types import ScanRequest, ScanTuning
@@ -42,6 +43,7 @@ def _access(g: GoogleSetup) -> GoogleAccess:
         oauth_port=0,
         auth_timeout=1,
         api_endpoint=g.server.base_url,
+        http_timeout=10,
         note=lambda text: None,
     )
 
@@ -133,9 +135,9 @@ def test_thread_fetched_senders_get_unsubscribe_targets_and_month_counts(tmp_pat
         with_targets = {row[0]: row for row in stored if row[1] is not None or row[2] is not None}
         assert set(with_targets) == set(latest)
         assert any(row[1] is not None and row[4] == 1 for row in with_targets.values())  # RFC 8058 one-click
-        for sender, (date, targets) in latest.items():
+        for sender, (date, choices) in latest.items():
             _, web, mailto, unix, one_click = with_targets[sender]
-            assert unix == date and (web, mailto, bool(one_click)) in targets
+            assert unix == date and (web, mailto, bool(one_click)) in choices
         assert_rollups_exact(g.db)
 
 
@@ -176,7 +178,7 @@ def test_after_a_takeout_import_known_messages_are_not_fetched_again(tmp_path: P
         assert sender_counts(g.db) == box.expected_counts()
         scan, mbox = (next(r for r in runs(g.db) if r["source"] == s) for s in ("gmail_api", "mbox"))
         listed = len(box.listed(include_spam_trash=False))
-        assert int(scan["messages_new"]) + int(mbox["messages_new"]) == listed  # type: ignore[call-overload]
+        assert int(scan["messages_new"]) + int(mbox["messages_new"]) == listed
         assert json.loads(str(scan["warnings_tail"])) == []
 
 
@@ -192,7 +194,7 @@ def test_kill_9_mid_thread_then_resume_is_exact_and_excluded_counts_once(tmp_pat
 
         def midway() -> object:
             run = last_run(g.db)
-            if run and run["resume_token"] and int(run["messages_new"]) >= 900:  # type: ignore[call-overload]
+            if run and run["resume_token"] and int(run["messages_new"]) >= 900:
                 return run
             return None
 
@@ -202,7 +204,7 @@ def test_kill_9_mid_thread_then_resume_is_exact_and_excluded_counts_once(tmp_pat
         finally:
             process.communicate(timeout=60)
         killed = runs(g.db)[-1]
-        assert killed["state"] == "running" and int(killed["messages_new"]) < len(listed) - len(trashed)  # type: ignore[call-overload]
+        assert killed["state"] == "running" and int(killed["messages_new"]) < len(listed) - len(trashed)
         g.google.bucket = None
         result = g.scan("--resume", str(run["run_id"]))  # type: ignore[index]
         assert result.returncode == 0, result.stderr
@@ -254,7 +256,7 @@ def test_progress_counts_messages_settled_not_calls(tmp_path: Path) -> None:
                 engine=engine,
                 request=ScanRequest(),
                 access=access,
-                tuning=ScanTuning(units_per_second=1e6),
+                tuning=ScanTuning(units_per_second=1e6, workers=3, retry=RetryPolicy(attempts=5, base_seconds=0.05)),
                 reporter=recorder,
                 cancel=threading.Event(),
                 clock=system_clock,

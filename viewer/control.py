@@ -108,8 +108,8 @@ class RunControl:
         if run.is_open and is_lock_held(self.settings.db):
             raise ApiError(409, ErrorKind.RUN_ACTIVE, f"run {run_id} is still running")
         if run.state == RunState.DONE:  # the ingester refuses it too: there is nothing left to continue
-            kind = "import" if command is LaunchCommand.IMPORT else "scan"
-            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {kind} instead")
+            verb = "import" if command is LaunchCommand.IMPORT else "scan"
+            raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {verb} instead")
         if command is LaunchCommand.SCAN:
             return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
         relative = relative_to_import_dir(self.settings.import_dir, run.mbox_path or "")
