@@ -64,6 +64,9 @@ _LAUNCH_ERRORS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/api", responses=_ERRORS)
 
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/runs")]
+# The paging of every list route: an offset SQLite can bind, and a page the page can draw.
+Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
+Limit = Annotated[int, Query(ge=1, le=500)]
 
 
 def _sender(row: SenderRow) -> SenderOut:
@@ -111,8 +114,8 @@ def senders(
     f: FilterDep,
     sort: SortKey = SortKey.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
-    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Offset = 0,
+    limit: Limit = 50,
     *,
     cache: CacheDep,
 ) -> Response:
@@ -170,8 +173,8 @@ def domains(
     f: FilterDep,
     sort: DomainSort = DomainSort.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
-    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Offset = 0,
+    limit: Limit = 50,
     *,
     cache: CacheDep,
 ) -> Response:
