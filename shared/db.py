@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,6 +33,19 @@ def create_private(path: Path) -> None:
     os.close(fd)
 
 
+def tighten_to_private(path: Path) -> None:
+    """Drops group and other permissions from an existing file of ours (databases made before files were 0600).
+
+    Best effort: a file of another user, a read-only file system or a missing file is left as it is.
+    """
+    try:
+        status = os.stat(path)
+        if status.st_uid == os.geteuid() and status.st_mode & 0o077:
+            os.chmod(path, stat.S_IMODE(status.st_mode) & 0o700)
+    except OSError:
+        return
+
+
 def writer_engine(db_path: Path) -> Engine:
     """One connection in autocommit mode at the driver, with explicit `BEGIN IMMEDIATE` for every transaction.
 
@@ -39,6 +53,8 @@ def writer_engine(db_path: Path) -> Engine:
     version bump or not at all (SQLAlchemy's documented pysqlite recipe).
     """
     create_private(db_path)  # before SQLite would create it with the umask's mode (usually 0644)
+    for path in (db_path, *sidecar_paths(db_path)):
+        tighten_to_private(path)
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(str(db_path), isolation_level=None)

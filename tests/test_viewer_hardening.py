@@ -234,3 +234,16 @@ def test_the_ingester_creates_the_database_and_its_sidecars_owner_only(tmp_path:
     assert modes["stats.db-wal"] == 0o600 and modes["stats.db-shm"] == 0o600
     with viewer(make_settings(tmp_path)) as client:  # and the viewer (same user) still reads it
         assert client.get("/api/senders").json()["total_messages"] == 20
+
+
+def test_the_ingester_makes_an_older_world_readable_database_owner_only(tmp_path: Path, db_path: Path) -> None:
+    mbox = tmp_path / "a.mbox"
+    mbox.write_bytes(mbox_bytes(5))
+    assert run_cli("import", mbox, "--db", db_path, "--quiet").returncode == 0
+    files = [db_path, db_path.with_name("stats.db-wal"), db_path.with_name("stats.db-shm")]
+    for path in files:
+        path.chmod(0o644)  # as databases were made before files were owner-only
+    mbox.write_bytes(mbox_bytes(8))
+    result = run_cli("import", mbox, "--db", db_path, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert [stat.S_IMODE(path.stat().st_mode) for path in files] == [0o600, 0o600, 0o600]
