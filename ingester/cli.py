@@ -299,6 +299,14 @@ def _format_run(run: Run, *, ingester_alive: bool) -> str:
     return f"#{run.run_id} {run.source} {run.state}{outcome}: {counts}{extra}{where}{error}"
 
 
+def _format_warnings(run: Run) -> list[str]:
+    """The run's kept warnings, indented under it; says when older ones were not kept."""
+    lines = [f"    warning: {text}" for text in run.warnings_tail]
+    if run.warnings_count > len(run.warnings_tail):
+        lines.insert(0, f"    (the last {len(run.warnings_tail)} of {run.warnings_count:,} warnings)")
+    return lines
+
+
 def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
@@ -312,6 +320,8 @@ def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
         alive = is_lock_held(settings.db)
         for run in runs:
             print(_format_run(run, ingester_alive=alive))
+            for line in _format_warnings(run) if args.verbose else ():
+                print(line)
         if not runs:
             print("no runs yet")
     return EXIT_OK

@@ -77,15 +77,23 @@ class RunResult:
     messages_excluded: int
     resume_command: str
     detail: str = ""
+    warnings_count: int = 0
 
     def summary(self) -> str:
         seen, new, skipped = _WORDS[self.source]
         detail = f" ({self.detail})" if self.detail else ""
         excluded = f"{self.messages_excluded:,} excluded (spam/trash/chat), " if self.source != Source.BACKFILL else ""
+        warnings = _warnings(self.warnings_count)
         return (
             f"run {self.run_id} {self.state}/{self.outcome}{detail}: {self.messages_seen:,} {seen}, "
-            f"{self.messages_new:,} {new}, {excluded}{self.messages_skipped:,} {skipped}"
+            f"{self.messages_new:,} {new}, {excluded}{self.messages_skipped:,} {skipped}{warnings}"
         )
+
+
+def _warnings(count: int) -> str:
+    if not count:
+        return ""
+    return f", {count:,} warning{'s' if count != 1 else ''} (listed by `gmail-stats runs --verbose` and on the page)"
 
 
 _WORDS = {
@@ -119,6 +127,7 @@ class RunLifecycle:
         self.run_id = 0
         self.resume_command = ""
         self.tally = Tally()
+        self.warnings_count = 0
         self._ended: tuple[RunState, RunOutcome] | None = None
 
     # --- the row's start ---------------------------------------------------------------------------------------
@@ -148,6 +157,7 @@ class RunLifecycle:
         self.run_id = run_id
         self.resume_command = self.resume_hint(run_id)
         self.tally = Tally(run.messages_seen, run.messages_new, run.messages_skipped, run.messages_excluded)
+        self.warnings_count = run.warnings_count
         return run
 
     # --- progress ----------------------------------------------------------------------------------------------
@@ -162,6 +172,7 @@ class RunLifecycle:
             yield conn
             add_warnings(conn, self.run_id, pending)
             update_run(conn, self.run_id, now=self.clock(), **self.tally.columns(), **values)
+        self.warnings_count += len(pending)
         for text in pending:
             self.reporter.warning(text)
 
@@ -175,6 +186,7 @@ class RunLifecycle:
             return
         with self.engine.begin() as conn:
             add_warnings(conn, self.run_id, warnings)
+        self.warnings_count += len(warnings)
         for text in warnings:
             self.reporter.warning(text)
 
@@ -264,6 +276,7 @@ class RunLifecycle:
             t.excluded,
             self.resume_command,
             detail,
+            self.warnings_count,
         )
 
 

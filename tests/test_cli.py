@@ -121,6 +121,22 @@ def test_quiet_prints_nothing_and_verbose_prints_warnings(tmp_path: Path, db_pat
     assert "warning: skipped bytes 0-5: no valid header line" in verbose.stderr
 
 
+def test_warnings_are_counted_in_the_summary_and_listed_by_runs_verbose(tmp_path: Path, db_path: Path) -> None:
+    mbox = tmp_path / "mail.mbox"
+    mbox.write_bytes(b"From x Fri Dec 04 20:33:24 2020\nFrom: =?utf-7?B?K2dtQ?= <a@b.example>\n\nx\n")
+    plain = run_cli("import", mbox, "--db", db_path)
+    assert plain.returncode == 0, plain.stderr
+    assert "warning:" not in plain.stderr
+    assert plain.stderr.rstrip().endswith(
+        "0 skipped, 1 warning (listed by `gmail-stats runs --verbose` and on the page)"
+    )
+    listed = run_cli("runs", "--verbose", "--db", db_path)
+    assert listed.stdout.splitlines()[1:] == [
+        "    warning: bytes 0-73: sender header: broken encoded-word (charset 'utf-7'); counted as is"
+    ]
+    assert run_cli("runs", "--db", db_path).stdout.count("\n") == 1
+
+
 def test_help_has_examples() -> None:
     for command in ("import", "runs", "export"):
         result = run_cli(command, "--help")
