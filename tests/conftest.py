@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # too-slow health check fail examples that are merely descheduled (STYLE: speed is never asserted in unit tests).
 settings.register_profile("gmail-stats", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("gmail-stats")
+
+
+def tracked_files() -> list[Path]:
+    """The files git tracks in this checkout (skips outside one)."""
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    listing = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    return [REPO_ROOT / name for name in listing.split("\0") if name and (REPO_ROOT / name).is_file()]
 
 
 @pytest.fixture
