@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import pytest
-from playwright.sync_api import Browser, Page, Route
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser_support import Console, new_page, shoot
 from tests.conftest import REPO_ROOT
@@ -51,6 +51,7 @@ def open_page(
 ) -> tuple[Page, Console]:
     """A new page that shows `version` of the viewer served at `url` (not yet loaded)."""
     old = _old_files() if version == "before" else {}
+    expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
     page, console = new_page(chromium, width=width, dark=dark)
     for path, body in old.items():
         page.route(url + path, _serving(body))

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from playwright.sync_api import Browser
 from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.migrations import migrate
+from tests.browser_support import browser, many_senders, seed_history, serve
+from tests.viewer_support import make_settings, seed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,3 +69,21 @@ def run_cli(*args: str | os.PathLike[str], timeout: float = 120, **env: str) -> 
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
     )
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium for one module's browser tests (skips without it; fails under CI=true). Module scope, since
+    Playwright's sync API runs one instance at a time."""
+    with browser() as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A viewer serving 120 senders and a run history that used to contradict itself, read-only, for one module."""
+    tmp = tmp_path_factory.mktemp("filled")
+    seed(tmp / "stats.db", many_senders())
+    seed_history(tmp / "stats.db")
+    with serve(make_settings(tmp)) as url:
+        yield url

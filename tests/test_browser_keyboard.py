@@ -3,34 +3,13 @@ request. Screenshots go to tests/artifacts/keyboard-*.png and dark-*.png; no con
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_support import browser, many_senders, new_page, serve, shoot
-from tests.viewer_support import make_settings, seed
+from tests.browser_old import open_page
+from tests.browser_support import shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser() as instance:
-        yield instance
-
-
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
-@pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("keyboard")
-    seed(tmp / "stats.db", many_senders())
-    with serve(make_settings(tmp)) as url:
-        yield url
 
 
 def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
@@ -43,7 +22,7 @@ def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
 
 
 def test_keyboard_only_use_and_dark_mode(chromium: Browser, filled: str) -> None:
-    page, console = new_page(chromium)
+    page, console = open_page(chromium, filled, "fixed")
     page.goto(filled)
     expect(page.locator("#rows tr")).to_have_count(50)
     _tab_to(page, "#theme")
@@ -79,7 +58,7 @@ def test_keyboard_only_use_and_dark_mode(chromium: Browser, filled: str) -> None
 
 
 def test_many_hidden_senders_never_break_the_table(chromium: Browser, filled: str) -> None:
-    page, console = new_page(chromium)
+    page, console = open_page(chromium, filled, "fixed")
     page.goto(filled)
     expect(page.locator("#rows tr")).to_have_count(50)
     page.evaluate(

@@ -9,38 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser_old import Version, open_page, shoot_version, versions
-from tests.browser_support import browser, many_senders, seed_history, serve
-from tests.viewer_support import make_settings, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTHS = "ths => ths.map(th => Math.round(th.getBoundingClientRect().width))"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser() as instance:
-        yield instance
-
-
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
-@pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """120 senders and a run history, served read-only to every test of this module."""
-    tmp = tmp_path_factory.mktemp("trust")
-    seed(tmp / "stats.db", many_senders())
-    seed_history(tmp / "stats.db")
-    with serve(make_settings(tmp)) as url:
-        yield url
 
 
 def _table(chromium: Browser, url: str, version: Version, **kwargs: object) -> tuple[Page, list[str]]:

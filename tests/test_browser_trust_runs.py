@@ -5,7 +5,6 @@ fix (asserting the bug is there) and then on today's page (asserting it is gone)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,38 +13,16 @@ from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.browser_old import Version, open_page, shoot_version, versions
-from tests.browser_support import browser, many_senders, seed_history, serve
+from tests.browser_support import many_senders, serve
 from tests.viewer_support import make_settings, mbox_bytes, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser() as instance:
-        yield instance
-
-
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
-@pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("history")
-    seed(tmp / "stats.db", many_senders())
-    seed_history(tmp / "stats.db")
-    with serve(make_settings(tmp)) as url:
-        yield url
-
-
 @versions
-def test_history_says_what_each_run_did_and_offers_one_action(
-    chromium: Browser, history: str, version: Version
-) -> None:
-    page, console = open_page(chromium, history, version)
-    page.goto(history)
+def test_history_says_what_each_run_did_and_offers_one_action(chromium: Browser, filled: str, version: Version) -> None:
+    page, console = open_page(chromium, filled, version)
+    page.goto(filled)
     runs = page.locator("#history-list > li")
     expect(runs).to_have_count(4)
     cancelled, failed_scan, partial, complete = (runs.nth(i) for i in range(4))
