@@ -1,4 +1,5 @@
-"""Shared fixtures: real database files in `tmp_path`, and the real CLI run as a child process."""
+"""Shared fixtures: real database files in `tmp_path`, the real CLI run as a child process, and Debian's chromium
+with a real viewer for the browser tests."""
 
 from __future__ import annotations
 

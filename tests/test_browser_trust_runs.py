@@ -28,7 +28,7 @@ def test_history_says_what_each_run_did_and_offers_one_action(chromium: Browser,
     cancelled, failed_scan, partial, complete = (runs.nth(i) for i in range(4))
     listed = page.locator("#history-list")
     if version == "before":
-        # These runs were not started by this viewer, so the old page offers no Log (its "(no output)" needs one).
+        # No Log here: the old page offers it only for runs it started (the log test below starts one).
         expect(partial.get_by_role("button", name="Resume")).to_be_visible()  # resuming a finished run
         expect(failed_scan).to_contain_text("partial")  # a scan that counted nothing
         expect(failed_scan.get_by_role("button", name="Retry")).to_be_visible()
