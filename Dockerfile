@@ -2,11 +2,11 @@
 # CI and these machines build FROM a debootstrapped Debian base (`.ci/docker-setup.sh`); elsewhere python:3.12-slim.
 ARG PYTHON_IMAGE=python:3.12-slim
 
-# Build stage: the runtime lock (requirements/runtime.txt, hash-pinned; `make lock`) installed into /opt/venv with pip.
+# Build stage: the runtime lock (.ci/requirements/runtime.txt, hash-pinned; `make lock`) installed into /opt/venv.
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
-COPY requirements/runtime.txt requirements.txt
+COPY .ci/requirements/runtime.txt requirements.txt
 # Google's client ships ~110 MB of discovery documents; the scan only uses Gmail's. Bytecode stays: the root
 # filesystem is read-only at run time, so compiled modules are what keeps a launch fast.
 RUN python3 -m venv /opt/venv \

@@ -1,5 +1,5 @@
 # Each verb is one line. `make install` puts gmail-stats (runtime only) in .venv; `make test` and `make check` add the
-# developer tools first (requirements/dev.txt). PYTHON=… picks the interpreter that creates .venv (3.11 or newer).
+# developer tools first (.ci/requirements/dev.txt). PYTHON=… picks the interpreter that creates .venv (3.11 or newer).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,23 +17,27 @@ install: $(RUNTIME)
 
 install-dev: $(DEV)
 
-$(RUNTIME): requirements/runtime.txt requirements/build.txt pyproject.toml tools/install.sh
-	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/runtime.txt requirements/build.txt && touch $@
+LOCKS := .ci/requirements
+# What ruff and mypy check: the packages, the tests and benchmarks, and the docs generator.
+CODE := shared ingester viewer tests bench docs/reference.py
 
-$(DEV): requirements/dev.txt pyproject.toml tools/install.sh
-	sh tools/install.sh "$(PYTHON)" $(VENV) requirements/dev.txt && touch $@ $(RUNTIME)
+$(RUNTIME): $(LOCKS)/runtime.txt $(LOCKS)/build.txt pyproject.toml .ci/install.sh
+	sh .ci/install.sh "$(PYTHON)" $(VENV) $(LOCKS)/runtime.txt $(LOCKS)/build.txt && touch $@
+
+$(DEV): $(LOCKS)/dev.txt pyproject.toml .ci/install.sh
+	sh .ci/install.sh "$(PYTHON)" $(VENV) $(LOCKS)/dev.txt && touch $@ $(RUNTIME)
 
 lock: $(DEV)
-	sh tools/lock.sh
+	sh .ci/lock.sh
 
 docs: $(DEV)
-	$(BIN)/python -m tools.reference
+	$(BIN)/python docs/reference.py
 
 fmt: $(DEV)
-	$(BIN)/ruff format shared ingester viewer tests bench tools && $(BIN)/ruff check --fix shared ingester viewer tests bench tools
+	$(BIN)/ruff format $(CODE) && $(BIN)/ruff check --fix $(CODE)
 
 check: $(DEV)
-	$(BIN)/ruff format --check shared ingester viewer tests bench tools && $(BIN)/ruff check shared ingester viewer tests bench tools && $(BIN)/mypy shared ingester viewer bench tools tests
+	$(BIN)/ruff format --check $(CODE) && $(BIN)/ruff check $(CODE) && $(BIN)/mypy $(CODE)
 
 test: $(DEV)
 	$(BIN)/pytest

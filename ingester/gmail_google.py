@@ -9,8 +9,8 @@ import calendar
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import google_auth_httplib2
 import httplib2
@@ -31,6 +31,11 @@ from ingester.gmail import (
     ThreadMeta,
 )
 from shared.errors import ErrorKind, GmailApiError, GmailAuthError
+
+if TYPE_CHECKING:  # the typed stubs' classes; at run time the resources are built from the discovery document
+    from googleapiclient._apis.gmail.v1 import GmailResource
+
+    MetadataResource = GmailResource.UsersResource.MessagesResource | GmailResource.UsersResource.ThreadsResource
 
 # The discovery document's batchPath; `new_batch_http_request()` would keep Google's host even when
 # `api_endpoint` is overridden, so the batch URI is built from our endpoint instead.
@@ -191,41 +196,22 @@ class GoogleGmailClient:
         return IdPage(tuple(ids), data.get("nextPageToken"), tuple(ids.values()))
 
     def get_messages(self, ids: Sequence[str]) -> BatchResult:
-        found, failures = self._batch(
-            ids,
-            lambda gmail_id: self._messages.get(
-                userId="me",
-                id=gmail_id,
-                format="metadata",
-                metadataHeaders=list(METADATA_HEADERS),
-                fields=MESSAGE_FIELDS,
-            ),
-            what="messages.get",
-        )
+        found, failures = self._batch_metadata(self._messages, ids, fields=MESSAGE_FIELDS, what="messages.get")
         return BatchResult(tuple(message_from_json(data) for data in found), failures)
 
     def get_threads(self, thread_ids: Sequence[str]) -> ThreadBatchResult:
-        found, failures = self._batch(
-            thread_ids,
-            lambda thread_id: self._threads.get(
-                userId="me",
-                id=thread_id,
-                format="metadata",
-                metadataHeaders=list(METADATA_HEADERS),
-                fields=THREAD_FIELDS,
-            ),
-            what="threads.get",
-        )
+        found, failures = self._batch_metadata(self._threads, thread_ids, fields=THREAD_FIELDS, what="threads.get")
         threads = tuple(
             ThreadMeta(str(data["id"]), tuple(message_from_json(m) for m in data.get("messages") or ()))
             for data in found
         )
         return ThreadBatchResult(threads, failures)
 
-    def _batch(
-        self, keys: Sequence[str], request: Callable[[str], Any], *, what: str
+    def _batch_metadata(
+        self, resource: MetadataResource, keys: Sequence[str], *, fields: str, what: str
     ) -> tuple[list[dict[str, Any]], dict[str, GmailApiError]]:
-        """One batch request of `request(key)` per distinct key: the answers, and a Gmail error per failed key."""
+        """One batched `resource.get` (messages or threads, metadata headers only) per distinct key: the answers,
+        and a Gmail error per failed key."""
         wanted = list(dict.fromkeys(keys))
         if len(wanted) > MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} ids per batch")
@@ -244,7 +230,10 @@ class GoogleGmailClient:
 
         batch = BatchHttpRequest(callback=collect, batch_uri=self._endpoint + BATCH_PATH)
         for key in wanted:
-            batch.add(request(key), request_id=key)
+            request = resource.get(
+                userId="me", id=key, format="metadata", metadataHeaders=list(METADATA_HEADERS), fields=fields
+            )
+            batch.add(request, request_id=key)
         try:
             batch.execute(http=self._http)
         except HttpError as exc:

@@ -47,6 +47,7 @@ class ErrorKind(StrEnum):
     BAD_SOURCE = "bad_source"
     BAD_PATH = "bad_path"
     BAD_SCOPE = "bad_scope"
+    HTTP_ERROR = "http_error"  # any other HTTP-level refusal (a status the viewer has no kind for)
 
 
 # The kinds a run row can end with: the page needs a remedy for each.
@@ -60,6 +61,47 @@ RUN_ERROR_KINDS = frozenset(
         ErrorKind.GMAIL_API,
         ErrorKind.IO,
         ErrorKind.DB,
+    }
+)
+# What the ingester and its CLI report: a run's `error_kind` or the CLI's one-line message (docs/reference.md).
+INGESTER_ERROR_KINDS = RUN_ERROR_KINDS | frozenset(
+    {
+        ErrorKind.ERROR,
+        ErrorKind.INTERNAL,
+        ErrorKind.USAGE,
+        ErrorKind.LOCKED,
+        ErrorKind.DB_TOO_NEW,
+        ErrorKind.BAD_RESUME,
+        ErrorKind.BAD_PAGE_TOKEN,
+        ErrorKind.HISTORY_EXPIRED,
+        ErrorKind.NOT_FOUND,
+    }
+)
+# What the viewer answers as `{"error": kind}` (docs/reference.md, with each kind's status); every kind is in one or
+# both of these lists.
+HTTP_ERROR_KINDS = frozenset(
+    {
+        ErrorKind.BAD_REQUEST,
+        ErrorKind.BAD_SOURCE,
+        ErrorKind.BAD_PATH,
+        ErrorKind.BAD_RESUME,
+        ErrorKind.BAD_SCOPE,
+        ErrorKind.RUN_ACTIVE,
+        ErrorKind.NOT_OWNED,
+        ErrorKind.NOT_RUNNING,
+        ErrorKind.SPAWN_FAILED,
+        ErrorKind.BAD_HOST,
+        ErrorKind.BAD_CONTENT_TYPE,
+        ErrorKind.CSRF,
+        ErrorKind.TOO_LARGE,
+        ErrorKind.BUSY,
+        ErrorKind.DB_UNREADABLE,
+        ErrorKind.DB_TOO_NEW,
+        ErrorKind.EXPORT_FAILED,
+        ErrorKind.NOT_FOUND,
+        ErrorKind.METHOD_NOT_ALLOWED,
+        ErrorKind.HTTP_ERROR,
+        ErrorKind.INTERNAL,
     }
 )
 # A retry warning starts with this; `/api/status` reports `retrying` from it instead of the page guessing from prose.

@@ -1,8 +1,10 @@
-"""Shared fixtures: real database files in `tmp_path`, and the real CLI run as a child process."""
+"""Shared fixtures: real database files in `tmp_path`, the real CLI run as a child process, and Debian's chromium
+with a real viewer for the browser tests."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,10 +12,13 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from playwright.sync_api import Browser
 from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.migrations import migrate
+from tests.browser_support import browser, many_senders, seed_history, serve
+from tests.viewer_support import make_settings, seed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,6 +26,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # too-slow health check fail examples that are merely descheduled (STYLE: speed is never asserted in unit tests).
 settings.register_profile("gmail-stats", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("gmail-stats")
+
+
+def tracked_files() -> list[Path]:
+    """The files git tracks in this checkout (skips outside one)."""
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout: the tracked files are unknown")
+    listing = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    return [REPO_ROOT / name for name in listing.split("\0") if name and (REPO_ROOT / name).is_file()]
 
 
 @pytest.fixture
@@ -55,3 +70,21 @@ def run_cli(*args: str | os.PathLike[str], timeout: float = 120, **env: str) -> 
         cwd=REPO_ROOT,
         stdin=subprocess.DEVNULL,
     )
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Debian's chromium for one module's browser tests (skips without it; fails under CI=true). Module scope, since
+    Playwright's sync API runs one instance at a time."""
+    with browser() as instance:
+        yield instance
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A viewer serving 120 senders and a run history that used to contradict itself, read-only, for one module."""
+    tmp = tmp_path_factory.mktemp("filled")
+    seed(tmp / "stats.db", many_senders())
+    seed_history(tmp / "stats.db")
+    with serve(make_settings(tmp)) as url:
+        yield url

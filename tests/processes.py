@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sqlalchemy.exc import OperationalError
+
 from tests.conftest import REPO_ROOT, ingester_env
 from tests.importing import query
 from tests.polling import wait_for
@@ -76,3 +78,24 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10) -> bool:
     except AssertionError:
         return False
     return True
+
+
+def kill_when(
+    process: subprocess.Popen[str], ready: Callable[[], object], *, what: str, timeout: float = 120, then: float = 0
+) -> None:
+    """`kill -9` of `process` once `ready()` holds (a run part-way through) and `then` s more; it is reaped either
+    way, so a run that never got that far fails the test without leaving a process behind."""
+    try:
+        wait_for(lambda: bool(ready()), timeout=timeout, what=what)
+        time.sleep(then)
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+
+
+def backfill_checked(db: Path) -> int:
+    """Messages `scan --backfill-message-ids` has settled so far: 0 until its table exists."""
+    try:
+        return int(query(db, "SELECT count(*) FROM backfill_checked")[0][0])
+    except OperationalError:
+        return 0

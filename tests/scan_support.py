@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from typing import Any
 
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
-from tests.fakes.mailbox import SINGLES, ConversationMix, Mailbox
+from tests.fakes.mailbox import SINGLES, ConversationMix, FakeMessage, Mailbox
+from tests.fakes.takeout import write_takeout
 from tests.importing import counts_of
 from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 
@@ -113,3 +115,35 @@ def last_run(db: Path) -> dict[str, Any] | None:
 
 def file_mode(path: Path) -> int:
     return os.stat(path).st_mode & 0o777
+
+
+def rust_database(path: Path, *, version: int, ids: list[object], senders: list[tuple[str, int]], runs: bool) -> None:
+    """The Rust tool's schema, as it created it (ids possibly stored as numbers by an INTEGER-affinity column)."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE seen_mails (mail_id INTEGER UNIQUE)"
+        if version == 0
+        else "CREATE TABLE seen_mails (mail_id TEXT PRIMARY KEY)"
+    )
+    conn.execute("CREATE TABLE senders (sender TEXT PRIMARY KEY, mails_sent INTEGER NOT NULL)")
+    if runs:
+        conn.execute("CREATE TABLE ingest_runs (id INTEGER PRIMARY KEY, started TEXT, finished TEXT)")
+        conn.execute("INSERT INTO ingest_runs (started) VALUES ('2024-01-01')")
+    conn.executemany("INSERT INTO seen_mails VALUES (?)", [(i,) for i in ids])
+    conn.executemany("INSERT INTO senders VALUES (?, ?)", senders)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.commit()
+    conn.close()
+
+
+def double_counted_rust_database(g: GoogleSetup, folder: Path) -> list[FakeMessage]:
+    """`g.db` as the Rust tool left it for the whole mailbox, plus a Takeout import of the same mail: double counts
+    that `scan --backfill-message-ids` collapses. Returns the messages the Rust tool counted."""
+    kept = [g.google.mailbox.messages[i] for i in g.google.mailbox.listed(include_spam_trash=False)]
+    counts = Counter(message.header("From") or "" for message in kept)
+    rust_database(g.db, version=1, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=False)
+    mbox = folder / "mail.mbox"
+    write_takeout(mbox, [(m, False) for m in kept if m.message_id is not None])
+    imported = run_cli("import", mbox, "--db", g.db, "--quiet")
+    assert imported.returncode == 0, imported.stderr
+    return kept

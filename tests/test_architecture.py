@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, tracked_files
 
 PACKAGES = ("shared", "ingester", "viewer")
+# The developer guide's fixed top level (docs/development.md, "Layout"): nothing else may appear beside these.
+TOP_LEVEL = {
+    *("compose.yaml", "Dockerfile", "Makefile", "README.md", "pyproject.toml"),
+    *(".ci", "bench", "docker", "docs", "ingester", "shared", "tests", "viewer"),
+    *(".dockerignore", ".env.example", ".gitignore"),
+}
 
 
 def _modules(package: str) -> list[Path]:
@@ -85,3 +91,8 @@ def test_every_module_starts_with_a_docstring() -> None:
         if ast.get_docstring(ast.parse(path.read_text())) is None and path.read_text().strip()
     ]
     assert missing == []
+
+
+def test_the_top_level_is_the_fixed_layout() -> None:
+    found = {path.relative_to(REPO_ROOT).parts[0] for path in tracked_files()}
+    assert sorted(found - TOP_LEVEL) == [], "docs/development.md lists the top level; put new files inside it"

@@ -1,5 +1,5 @@
 """The page in Debian's chromium: onboarding to a filled table, table controls, progress states (cancel and resume
-are in test_browser_trust.py); no console errors and no CSP violations. Screenshots of the main states go to
+are in test_browser_trust_runs.py); no console errors and no CSP violations. Screenshots of the main states go to
 tests/artifacts/."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, tracked_files
 from tests.factories import generate_messages, write_mbox
 
 # Assembled from parts so this file does not name the hosts it looks for.
@@ -41,15 +41,7 @@ REGISTRY_HOSTS = tuple(
     )
 )
 DISTRIBUTION_PYTHON = Path("/usr/bin/python3")
-
-
-def tracked_files() -> list[Path]:
-    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
-        pytest.skip("not a git checkout: the tracked files are unknown")
-    listing = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True, timeout=60
-    ).stdout.decode()
-    return [REPO_ROOT / name for name in listing.split("\0") if name and (REPO_ROOT / name).is_file()]
+LOCKS = REPO_ROOT / ".ci" / "requirements"
 
 
 def test_no_tracked_file_names_a_package_registry_host() -> None:
@@ -62,7 +54,7 @@ def test_no_tracked_file_names_a_package_registry_host() -> None:
 
 def test_the_locks_pin_every_package_by_hash_and_name_no_url() -> None:
     for name in ("runtime", "build", "dev"):
-        text = (REPO_ROOT / "requirements" / f"{name}.txt").read_text()
+        text = (LOCKS / f"{name}.txt").read_text()
         pins = [line for line in text.splitlines() if line and not line[0].isspace() and not line.startswith("#")]
         assert pins, name
         assert all("==" in pin for pin in pins), name
@@ -71,7 +63,7 @@ def test_the_locks_pin_every_package_by_hash_and_name_no_url() -> None:
 
 
 def pins(name: str) -> dict[str, Version]:
-    text = (REPO_ROOT / "requirements" / f"{name}.txt").read_text()
+    text = (LOCKS / f"{name}.txt").read_text()
     found = re.findall(r"^([A-Za-z0-9._-]+)==([^ ;\\]+)", text, re.MULTILINE)
     return {canonicalize_name(package): Version(version) for package, version in found}
 
@@ -85,7 +77,7 @@ def test_the_locks_pin_what_pyproject_asks_for(lock: str, groups: list[str]) -> 
     pinned = pins(lock)
     for spec in map(Requirement, wanted):
         name = canonicalize_name(spec.name)
-        assert name in pinned, f"{spec.name} is not in requirements/{lock}.txt: run `make lock`"
+        assert name in pinned, f"{spec.name} is not in .ci/requirements/{lock}.txt: run `make lock`"
         assert spec.specifier.contains(pinned[name], prereleases=True), f"{spec} vs {pinned[name]}: run `make lock`"
 
 
@@ -97,7 +89,7 @@ def test_dev_pins_agree_with_the_runtime_and_build_pins() -> None:
 
 def run_install(python: str | Path, venv: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["sh", "tools/install.sh", str(python), str(venv), "requirements/runtime.txt"],
+        ["sh", ".ci/install.sh", str(python), str(venv), ".ci/requirements/runtime.txt"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

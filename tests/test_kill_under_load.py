@@ -12,13 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
-from tests.fakes.takeout import write_takeout
 from tests.importing import counts_of, query
-from tests.processes import parse_workers_alive, start_import, wait_for_progress, wait_until
-from tests.scan_support import fake_google, last_run, runs, sender_counts, wait_for
-from tests.test_scan_upgrade import rust_database
+from tests.processes import (
+    backfill_checked,
+    kill_when,
+    parse_workers_alive,
+    start_import,
+    wait_for_progress,
+    wait_until,
+)
+from tests.scan_support import double_counted_rust_database, fake_google, last_run, runs, sender_counts
 
 pytestmark = pytest.mark.slow
 
@@ -61,16 +65,12 @@ def test_scan_killed_at_a_random_point_then_resumed(tmp_path: Path, cpu_load: No
     with fake_google(tmp_path, 1500, quota=600) as g:
         process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC="600")
         at_least = rng.randint(100, 1000)
-        try:
-            wait_for(
-                lambda: (run := last_run(g.db)) is not None and int(run["messages_new"]) >= at_least,
-                timeout=120,
-                what=f"{at_least} messages counted",
-            )
-            time.sleep(rng.random() * 0.3)
-            process.kill()
-        finally:
-            process.communicate(timeout=60)
+        kill_when(
+            process,
+            lambda: (run := last_run(g.db)) is not None and int(run["messages_new"]) >= at_least,
+            what=f"{at_least} messages counted",
+            then=rng.random() * 0.3,
+        )
         g.google.bucket = None
         result = g.scan("--resume", "1", timeout=300)
         assert result.returncode == 0, result.stderr
@@ -79,32 +79,15 @@ def test_scan_killed_at_a_random_point_then_resumed(tmp_path: Path, cpu_load: No
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
 
 
-def _checked(db: Path) -> int:
-    try:
-        return int(query(db, "SELECT count(*) FROM backfill_checked")[0][0])
-    except Exception:
-        return 0
-
-
 def test_backfill_killed_at_a_random_point_then_run_again(tmp_path: Path, cpu_load: None) -> None:
     rng = random.Random(803)
     with fake_google(tmp_path, 1200, quota=600) as g:
-        kept = [g.google.mailbox.messages[i] for i in g.google.mailbox.listed(include_spam_trash=False)]
-        counts: dict[str, int] = {}
-        for message in kept:
-            counts[message.header("From") or ""] = counts.get(message.header("From") or "", 0) + 1
-        rust_database(g.db, version=1, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=False)
-        mbox = tmp_path / "mail.mbox"
-        write_takeout(mbox, [(m, False) for m in kept if m.message_id is not None])
-        assert run_cli("import", mbox, "--db", g.db, "--quiet").returncode == 0  # double counts to collapse
+        double_counted_rust_database(g, tmp_path)
         process = g.popen("--backfill-message-ids", GMAIL_STATS_QUOTA_UNITS_PER_SEC="600")
         at_least = rng.randint(50, 700)
-        try:
-            wait_for(lambda: _checked(g.db) >= at_least, timeout=120, what="part of the backfill")
-            time.sleep(rng.random() * 0.3)
-            process.kill()
-        finally:
-            process.communicate(timeout=60)
+        kill_when(
+            process, lambda: backfill_checked(g.db) >= at_least, what="part of the backfill", then=rng.random() * 0.3
+        )
         g.google.bucket = None
         again = g.scan("--backfill-message-ids", timeout=300)
         assert again.returncode == 0, again.stderr

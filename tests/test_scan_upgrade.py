@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -11,27 +12,9 @@ from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from tests.conftest import run_cli
 from tests.fakes.takeout import write_takeout
+from tests.processes import backfill_checked, kill_when
 from tests.rollups import assert_rollups_exact
-from tests.scan_support import fake_google, runs, sender_counts, wait_for
-
-
-def rust_database(path: Path, *, version: int, ids: list[object], senders: list[tuple[str, int]], runs: bool) -> None:
-    """The Rust tool's schema, as it created it (ids possibly stored as numbers by an INTEGER-affinity column)."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE seen_mails (mail_id INTEGER UNIQUE)"
-        if version == 0
-        else "CREATE TABLE seen_mails (mail_id TEXT PRIMARY KEY)"
-    )
-    conn.execute("CREATE TABLE senders (sender TEXT PRIMARY KEY, mails_sent INTEGER NOT NULL)")
-    if runs:
-        conn.execute("CREATE TABLE ingest_runs (id INTEGER PRIMARY KEY, started TEXT, finished TEXT)")
-        conn.execute("INSERT INTO ingest_runs (started) VALUES ('2024-01-01')")
-    conn.executemany("INSERT INTO seen_mails VALUES (?)", [(i,) for i in ids])
-    conn.executemany("INSERT INTO senders VALUES (?, ?)", senders)
-    conn.execute(f"PRAGMA user_version = {version}")
-    conn.commit()
-    conn.close()
+from tests.scan_support import double_counted_rust_database, fake_google, runs, rust_database, sender_counts
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -89,9 +72,7 @@ def test_upgrade_then_backfill_collapses_double_counts_exactly_once(tmp_path: Pa
         kept = [box.messages[i] for i in box.listed(include_spam_trash=False)[-300:]]
         gone = kept[-1]  # deleted before the backfill reached it (not among the imported ones)
         g.google.faults.deleted.add(gone.gmail_id)
-        counts: dict[str, int] = {}
-        for message in kept:
-            counts[message.header("From") or ""] = counts.get(message.header("From") or "", 0) + 1
+        counts = Counter(message.header("From") or "" for message in kept)
         rust_database(g.db, version=2, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=True)
         # An import of the same mail, postmarks not matching: only Message-IDs can tell the doubles apart.
         both = [m for m in kept[:120] if m.message_id is not None]
@@ -131,35 +112,13 @@ def test_upgrade_then_backfill_collapses_double_counts_exactly_once(tmp_path: Pa
         assert filled[0] == len(box.listed(include_spam_trash=False)) - 1  # all but the one deleted during backfill
 
 
-def _checked(db: Path) -> int:
-    try:
-        conn = sqlite3.connect(db)
-        try:
-            return int(conn.execute("SELECT count(*) FROM backfill_checked").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return 0
-
-
 @pytest.mark.slow
 def test_backfill_killed_midway_then_run_again_is_exact(tmp_path: Path) -> None:
     with fake_google(tmp_path, 1500, quota=500) as g:
-        kept = [g.google.mailbox.messages[i] for i in g.google.mailbox.listed(include_spam_trash=False)]
-        counts: dict[str, int] = {}
-        for message in kept:
-            counts[message.header("From") or ""] = counts.get(message.header("From") or "", 0) + 1
-        rust_database(g.db, version=1, ids=[m.gmail_id for m in kept], senders=list(counts.items()), runs=False)
-        mbox = tmp_path / "mail.mbox"
-        write_takeout(mbox, [(m, False) for m in kept if m.message_id is not None])
-        assert run_cli("import", mbox, "--db", g.db).returncode == 0
+        kept = double_counted_rust_database(g, tmp_path)
         process = g.popen("--backfill-message-ids", GMAIL_STATS_QUOTA_UNITS_PER_SEC="500")
-        try:
-            wait_for(lambda: _checked(g.db) >= 300, timeout=90, what="part of the backfill")
-            process.kill()
-        finally:
-            process.communicate(timeout=60)
-        done_before = _checked(g.db)
+        kill_when(process, lambda: backfill_checked(g.db) >= 300, timeout=90, what="part of the backfill")
+        done_before = backfill_checked(g.db)
         assert done_before < len(kept)
         g.google.bucket = None
         again = g.scan("--backfill-message-ids")

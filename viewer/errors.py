@@ -71,7 +71,9 @@ def from_bad_contents(exc: Exception) -> ApiError:
     """A row the viewer cannot turn into its answer (bad JSON, a wrong type, a missing column) is a 503 too."""
     log.warning("unreadable database contents: %r", exc)
     return ApiError(
-        503, "db_unreadable", "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal"
+        503,
+        ErrorKind.DB_UNREADABLE,
+        "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal",
     )
 
 
@@ -82,7 +84,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
-        kind, message = _STATUS_KINDS.get(exc.status_code, ("http_error", str(exc.detail)))
+        kind, message = _STATUS_KINDS.get(exc.status_code, (ErrorKind.HTTP_ERROR, str(exc.detail)))
         return JSONResponse(error_body(kind, message), status_code=exc.status_code, headers=exc.headers)
 
     async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:

@@ -1,7 +1,8 @@
-"""Writes the generated parts of docs/reference.md (settings and command-line flags) from the code itself.
+"""Writes the generated parts of reference.md beside it (settings and command-line flags) from the code itself.
 
-`make docs` runs it; tests/test_reference_docs.py fails when the file and the code disagree. Only the sections
-between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` are touched; the prose around them is hand-written.
+`make docs` runs `python docs/reference.py`; tests/test_reference_docs.py runs it with `--check`, which changes nothing
+and fails when the file and the code disagree. Only the sections between `<!-- generated:NAME -->` and
+`<!-- /generated:NAME -->` are touched; the prose around them is hand-written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from shared.settings import CommonSettings, shown_default
 from viewer.__main__ import build_parser as viewer_parser
 from viewer.settings import ViewerSettings
 
-REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"
+REFERENCE = Path(__file__).resolve().parent / "reference.md"
 SETTINGS: dict[str, type[CommonSettings]] = {"ingester": IngesterSettings, "viewer": ViewerSettings}
 
 
@@ -122,9 +123,18 @@ def rendered(text: str) -> str:
     return text
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate the generated sections of docs/reference.md.")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when the file is out of date")
+    check = parser.parse_args(argv).check
     current = REFERENCE.read_text(encoding="utf-8")
-    REFERENCE.write_text(rendered(current), encoding="utf-8")
+    wanted = rendered(current)
+    if check:
+        if wanted == current:
+            return 0
+        sys.stderr.write("docs/reference.md is out of date with the code: run `make docs`\n")
+        return 1
+    REFERENCE.write_text(wanted, encoding="utf-8")
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/bin/sh
-# `make install` and the dev-install stamp: create the virtual environment with the given Python (>= 3.11) if it is
+# `make install` and the dev-install stamp (the Makefile runs it; it lives with the lock files it installs): create the virtual environment with the given Python (>= 3.11) if it is
 # missing, then install the hash-pinned requirements files and the project (editable) into it. It never installs
 # into the interpreter it was given, so it works on "externally managed" distribution Pythons (PEP 668).
-# Usage: tools/install.sh PYTHON VENV REQUIREMENTS_FILE...
+# Usage: .ci/install.sh PYTHON VENV REQUIREMENTS_FILE...
 set -eu
 python=$1 venv=$2
 shift 2

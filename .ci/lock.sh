@@ -14,11 +14,12 @@ compile() {
 }
 # runtime (what `make install` and the Docker image install), then dev (a superset, constrained to the runtime
 # pins), then build (hatchling, constrained to the dev pins) so the three never disagree on a version.
-compile pyproject.toml -o requirements/runtime.txt
-compile pyproject.toml --group build --group dev -c requirements/runtime.txt -o requirements/dev.txt
-compile --group pyproject.toml:build -c requirements/dev.txt -o requirements/build.txt
-if grep -nE '(https?|file)://|index-url|find-links' requirements/*.txt >&2; then
+locks=.ci/requirements
+compile pyproject.toml -o $locks/runtime.txt
+compile pyproject.toml --group build --group dev -c $locks/runtime.txt -o $locks/dev.txt
+compile --group pyproject.toml:build -c $locks/dev.txt -o $locks/build.txt
+if grep -nE '(https?|file)://|index-url|find-links' $locks/*.txt >&2; then
     echo "make lock: a requirements file names an index or URL (above); the lock must name packages and hashes only" >&2
     exit 1
 fi
-echo "make lock: requirements/runtime.txt, build.txt and dev.txt are up to date with pyproject.toml" >&2
+echo "make lock: $locks/runtime.txt, build.txt and dev.txt are up to date with pyproject.toml" >&2
