@@ -147,6 +147,7 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         include_spam_trash=args.include_spam_trash,
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
+        shown_path=settings.host_mbox,
     )
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)

@@ -27,6 +27,11 @@ class ViewerSettings(CommonSettings):
         default=Path("./imports"),
         description="Folder whose .mbox files the page offers for import; the only files the viewer lists.",
     )
+    host_import_dir: str | None = Field(
+        default=None,
+        description="The import folder as the host names it, shown in the page's terminal commands instead of "
+        "GMAIL_STATS_IMPORT_DIR (compose sets it from GMAIL_STATS_IMPORTS).",
+    )
     launcher: Literal["process", "docker"] = Field(
         default="process",
         description="How the viewer starts ingesters: `process` (child processes) or `docker` (one-shot containers).",
@@ -45,6 +50,10 @@ class ViewerSettings(CommonSettings):
         gt=0,
         description="Seconds a launch waits for the new ingester's run row before answering.",
     )
+
+    def shown_import_dir(self) -> str:
+        """The import folder as the person knows it: the host's folder under Docker."""
+        return self.host_import_dir or str(self.import_dir)
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod
