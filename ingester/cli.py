@@ -225,6 +225,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         api_endpoint=settings.api_endpoint,
         http_timeout=settings.http_timeout,
         note=reporter.note,
+        shown_secrets=settings.host_secrets,
     )
     tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()

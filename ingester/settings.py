@@ -28,6 +28,11 @@ class IngesterSettings(CommonSettings):
         description="The host path of the mbox being imported, as given to `make import MBOX=`: recorded on the "
         "run and used in printed resume commands instead of the container's path (the Makefile sets it).",
     )
+    host_secrets: str | None = Field(
+        default=None,
+        description="The secrets folder as the host names it (compose sets it from GMAIL_STATS_SECRETS): errors "
+        "about credentials.json and the token cache name it instead of the container's /secrets.",
+    )
     credentials: Path = Field(
         default=Path("./credentials.json"),
         description="OAuth client-secret file of your Desktop OAuth client (downloaded from Google Cloud Console).",

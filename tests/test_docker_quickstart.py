@@ -105,7 +105,7 @@ class QuickStart:
 
     def scan_row(self) -> dict[str, Any] | None:
         rows = [r for r in self.get("/api/runs")["runs"] if r["source"] == "gmail_api"]
-        return dict(rows[0]) if rows else None
+        return dict(max(rows, key=lambda r: int(r["run_id"]))) if rows else None
 
     def senders(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -199,6 +199,11 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
     server = HostGoogle(google, address=network["IPAM"]["Config"][0]["Gateway"]).start()
     try:
         point_the_ingester_at(google, qs.repo, qs.user)
+        # Forgot the client file: the error names it where the user must put it, on the host.
+        forgot = qs.run("make", "scan")
+        assert forgot.wait(120) != 0
+        assert "no OAuth client file at ./secrets/credentials.json: " in forgot.output(), forgot.output()[-2000:]
+        assert "download its JSON as ./secrets/credentials.json" in forgot.output()
         qs.shell("cp ~/Downloads/client_secret_*.json secrets/credentials.json")
         terminal = qs.run("make", "scan", tty=True)
         consent_url = terminal.expect(r"(http://\S+/o/oauth2/auth\?\S+)", timeout=120).group(1)

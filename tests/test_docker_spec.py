@@ -89,6 +89,7 @@ def test_only_the_scan_runner_gets_secrets_the_network_and_the_loopback_callback
         "GMAIL_STATS_CREDENTIALS": "/secrets/credentials.json",
         "GMAIL_STATS_TOKENS": "/secrets/tokencache.json",
         "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
+        "GMAIL_STATS_HOST_SECRETS": "/home/me/gmail stats/secrets",
     }
 
 

@@ -1,5 +1,6 @@
-"""The commands the page shows are the ones that work where the person is: `gmail-stats …` with the viewer's paths,
-or, in the compose stack (GMAIL_STATS_COMMAND_STYLE=make), `make …` with the host's paths, never the container's."""
+"""The commands and paths a person is shown are the ones that work where they are: `gmail-stats …` with the
+viewer's paths, or, in the compose stack (GMAIL_STATS_COMMAND_STYLE=make, GMAIL_STATS_HOST_*), `make …` with the
+host's paths, never the container's: on the page, in resume hints and in the scan's errors about its secrets."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import shlex
 from pathlib import Path
 
 import pytest
+from google.oauth2.credentials import Credentials
 from playwright.sync_api import expect
 
+from ingester.auth import load_client_config, save_token_cache
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.errors import GmailAuthError
 from shared.models import RunOutcome, RunState, Source
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import create_run, finish_run
@@ -126,4 +130,29 @@ def test_resuming_a_file_outside_the_import_folder_names_the_command_that_works_
             "error": "bad_resume",
             "message": f"run {run_id} read a file outside the import folder; resume it in a terminal with `{expected}`",
         },
+    )
+
+
+def test_a_missing_client_file_is_named_by_the_host_path_with_where_to_save_it(tmp_path: Path) -> None:
+    missing = tmp_path / "credentials.json"
+    with pytest.raises(GmailAuthError) as raised:
+        load_client_config(missing, shown_dir="./secrets")
+    message = str(raised.value)
+    assert message.startswith("no OAuth client file at ./secrets/credentials.json: create a Desktop OAuth client")
+    assert message.endswith("download its JSON as ./secrets/credentials.json")
+    assert str(tmp_path) not in message and "--credentials" not in message
+    with pytest.raises(GmailAuthError) as plain:
+        load_client_config(missing)
+    assert str(plain.value).startswith(f"no OAuth client file at {missing}: ")
+    assert str(plain.value).endswith("pass it with --credentials or GMAIL_STATS_CREDENTIALS")
+
+
+def test_a_token_cache_that_cannot_be_written_names_the_host_folder_and_the_fix(tmp_path: Path) -> None:
+    creds = Credentials(token="t", refresh_token="r", client_id="c", client_secret="s")  # type: ignore[no-untyped-call]
+    unwritable = tmp_path / "no such folder" / "tokencache.json"
+    with pytest.raises(GmailAuthError) as raised:
+        save_token_cache(unwritable, creds, shown_dir="./secrets")
+    assert str(raised.value) == (
+        "cannot write the token cache ./secrets/tokencache.json: No such file or directory; "
+        "give the containers' user that folder with `make secrets`"
     )

@@ -144,6 +144,8 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
                 "GMAIL_STATS_CREDENTIALS": f"{SECRETS_DIR}/credentials.json",
                 "GMAIL_STATS_TOKENS": f"{SECRETS_DIR}/tokencache.json",
                 "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
+                # Its errors about those files name the host's folder (the page shows them).
+                "GMAIL_STATS_HOST_SECRETS": stack.secrets,
             }
         )
         ports = {f"{OAUTH_CONTAINER_PORT}/tcp": (stack.oauth_host_ip, stack.oauth_host_port)}
