@@ -25,6 +25,11 @@ class CommonSettings(BaseSettings):
         "written: `cli` (gmail-stats ...) or `make` (make import MBOX=... RESUME=N, what works on a Docker host; "
         "compose sets it).",
     )
+    host_import_dir: str | None = Field(
+        default=None,
+        description="The import folder as the host names it (compose and the viewer's runners set it): the page's "
+        "terminal commands and a launched import's resume hint name it instead of the container's /imports.",
+    )
 
 
 def shown_default(settings: type[CommonSettings], name: str) -> str:

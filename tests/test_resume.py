@@ -155,6 +155,22 @@ def test_in_docker_the_hint_is_the_make_form(spaced: tuple[Path, Path, dict[str,
     assert counts_of(db) == expected
 
 
+@pytest.mark.slow
+def test_a_runners_import_hint_names_the_hosts_import_folder(
+    tmp_path: Path, spaced: tuple[Path, Path, dict[str, int]]
+) -> None:
+    """A page import under Docker runs in a runner confined to /imports; its log shows the host's command."""
+    mbox, db, _ = spaced
+    env = {
+        "GMAIL_STATS_COMMAND_STYLE": "make",
+        "GMAIL_STATS_HOST_IMPORT_DIR": "/home/me/gmail-stats/imports",
+        "GMAIL_STATS_PARSE_WORKERS": "0",
+    }
+    process = start_import(db, mbox, "--confine-to", str(tmp_path), **env)
+    stderr = _stopped_then(process, db, signal.SIGTERM)
+    assert _hint(stderr) == "make import MBOX='/home/me/gmail-stats/imports/my mail/All mail.mbox' RESUME=1"
+
+
 def _snapshot(db: Path) -> list[list[tuple[object, ...]]]:
     return [query(db, f"SELECT * FROM {t}") for t in ("ingest_runs", "senders", "seen_mails")]
 

@@ -27,11 +27,6 @@ class ViewerSettings(CommonSettings):
         default=Path("./imports"),
         description="Folder whose .mbox files the page offers for import; the only files the viewer lists.",
     )
-    host_import_dir: str | None = Field(
-        default=None,
-        description="The import folder as the host names it, shown in the page's terminal commands instead of "
-        "GMAIL_STATS_IMPORT_DIR (compose sets it from GMAIL_STATS_IMPORTS).",
-    )
     launcher: Literal["process", "docker"] = Field(
         default="process",
         description="How the viewer starts ingesters: `process` (child processes) or `docker` (one-shot containers).",
