@@ -55,8 +55,10 @@ class HostUser:
         return env | extra
 
     def own(self, path: Path) -> None:
+        """Gives `path` (a file, or a folder and everything in it) to this user, as if the user had made it."""
         if self.uid == os.geteuid():
             return
+        os.lchown(path, self.uid, self.gid)
         for root, dirs, files in os.walk(path):
             for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
                 os.lchown(name, self.uid, self.gid)

@@ -99,6 +99,15 @@ class QuickStart:
         assert response.status_code == 200, response.text
         return response.json()
 
+    def start_from_page(self, body: dict[str, Any]) -> int:
+        """What the page's Import or Scan button sends (with its CSRF token); returns the new run's id."""
+        with self.http as page:
+            token = page.get("/api/status").json()["csrf_token"]
+            answer = page.post("/api/runs", json=body, headers={"X-Gmail-Stats-Csrf": token})
+        assert answer.status_code == 202, answer.text
+        run_id: int = answer.json()["run_id"]
+        return run_id
+
     def run_row(self, run_id: int) -> dict[str, Any]:
         (row,) = [r for r in self.get("/api/runs")["runs"] if r["run_id"] == run_id]
         return dict(row)
@@ -136,9 +145,12 @@ def quickstart() -> Iterator[QuickStart]:
             "COMPOSE_FILE": "compose.yaml:compose.fake-google.yaml",
         }
         (repo / ".env").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        (repo / "compose.fake-google.yaml").write_text("{}")  # filled in once the stack is up (the fake's address)
         takeout = user.home / "Downloads" / "Takeout" / "Mail"
         takeout.mkdir(parents=True)
         counts = write_mbox(takeout / MBOX_NAME, generate_messages(count=600, body_bytes=300, spam_every=9))
+        user.own(repo)
+        user.own(user.home)
         made = QuickStart(user=user, repo=repo, project=project, port=port, mbox_counts=counts)
         try:
             yield made
@@ -166,28 +178,23 @@ def point_the_ingester_at(google: FakeGoogle, repo: Path, user: HostUser) -> Non
     (repo / "compose.fake-google.yaml").write_text(json.dumps(override))
     downloads = user.home / "Downloads" / "client_secret_fake.apps.googleusercontent.com.json"
     downloads.write_text(json.dumps(google.client_config()))
-    user.own(user.home)
-    user.own(repo)
+    user.own(downloads)  # not the repository: `make secrets` gave secrets/ away and it must stay so
 
 
 def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> None:
     qs, started = quickstart, time.monotonic()
-    (qs.repo / "compose.fake-google.yaml").write_text("{}")  # the fake's address is known once the stack is up
-    qs.user.own(qs.repo)
     shown = qs.shell(readme_docker_start())
     assert f"gmail-stats viewer: http://127.0.0.1:{qs.port}\n" in shown
     secrets = (qs.repo / "secrets").stat()  # handed to the containers' user, the host user's group keeps access
     assert (secrets.st_uid, secrets.st_gid, stat.S_IMODE(secrets.st_mode)) == (INGESTER_UID, qs.user.gid, 0o2770)
 
-    # The page: the onboarding import card lists the copied file; importing it gives the exact counts.
-    assert [f["path"] for f in qs.get("/api/imports")["files"]] == [MBOX_NAME]
-    with qs.http as page:
-        token = page.get("/api/status").json()["csrf_token"]
-        started_run = page.post(
-            "/api/runs", json={"source": "mbox", "path": MBOX_NAME}, headers={"X-Gmail-Stats-Csrf": token}
-        )
-    assert started_run.status_code == 202, started_run.text
-    import_id = started_run.json()["run_id"]
+    # The page: the onboarding import card lists the copied file, with the host's command beside it.
+    imports = qs.get("/api/imports")
+    assert [(f["path"], f["command"]) for f in imports["files"]] == [
+        (MBOX_NAME, f"make import MBOX='./imports/{MBOX_NAME}'")
+    ]
+    assert imports["scan_command"] == "make scan"
+    import_id = qs.start_from_page({"source": "mbox", "path": MBOX_NAME})
     wait_for(lambda: qs.run_row(import_id)["state"] == "done", timeout=120, what="the page's import", interval=0.3)
     assert qs.senders() == qs.mbox_counts
 
