@@ -48,10 +48,10 @@ bench: $(DEV)
 # The containers' user (uid 10001) writes the token cache into ./secrets: a root container hands it the folder, keeping
 # your group's access (mode 2770), so no `sudo chown` is needed. Docker Desktop maps ownership itself.
 secrets:
-	@mkdir -p secrets && docker compose run --rm --no-deps --user 0:0 --cap-add CHOWN --cap-add FOWNER --entrypoint sh ingester -c "chown 10001:$$(id -g) /secrets && chmod 2770 /secrets" || echo "make secrets: could not give secrets/ to uid 10001; the scan may not save its token" >&2
+	@mkdir -p secrets && docker compose run --rm --no-deps --user 0:0 --cap-add CHOWN --cap-add FOWNER --cap-add FSETID --entrypoint sh ingester -c "chown 10001:$$(id -g) /secrets && chmod 2770 /secrets" || echo "make secrets: could not give secrets/ to uid 10001; the scan may not save its token" >&2
 
 up: secrets
-	docker compose up --build -d && echo "gmail-stats viewer: http://127.0.0.1:7878"
+	docker compose up --build --detach --wait && echo "gmail-stats viewer: http://$$(docker compose port viewer 7878)"
 
 down:
 	name=$$(docker compose config | sed -n 's/^name: //p'); ids=$$(docker ps -aq --filter "label=gmail-stats.stack=$$name"); [ -z "$$ids" ] || docker rm $$(docker stop $$ids) >/dev/null; docker compose down
@@ -60,7 +60,7 @@ logs:
 	docker compose logs -f
 
 scan: secrets
-	docker compose run --rm --service-ports ingester scan $(RESUME_FLAG)
+	sh docker/compose-run.sh --service-ports ingester scan $(RESUME_FLAG)
 
 import:
-	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && docker compose run --rm --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)
+	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)

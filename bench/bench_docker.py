@@ -30,8 +30,9 @@ from viewer.launcher import LaunchCommand, LaunchRequest
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
-# Parallel work on one engine: a branch can measure its own tag (`GMAIL_STATS_BENCH_IMAGE`).
-IMAGE = os.environ.get("GMAIL_STATS_BENCH_IMAGE", "gmail-stats:local")
+# The benchmark's own tag, like the tests' `gmail-stats:test`: it never rebuilds or retags the image a user runs
+# (`gmail-stats:local`). Parallel work on one engine can measure another (`GMAIL_STATS_BENCH_IMAGE`).
+IMAGE = os.environ.get("GMAIL_STATS_BENCH_IMAGE", "gmail-stats:bench")
 LOCAL_BASE = "gmail-stats/python-base:local"
 INGESTER_UID = 10001
 

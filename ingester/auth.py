@@ -38,24 +38,29 @@ POLICY_ENFORCED = (
 )
 
 
-def load_client_config(path: Path) -> dict[str, Any]:
-    """The client-secret JSON (`installed` or `web`), checked for the keys the flow needs."""
+def _shown(path: Path, shown_dir: str | None) -> str:
+    """`path` as the person names it: in `shown_dir` (the host's secrets folder under Docker), else as given."""
+    return f"{shown_dir.rstrip('/')}/{path.name}" if shown_dir else str(path)
+
+
+def load_client_config(path: Path, *, shown_dir: str | None = None) -> dict[str, Any]:
+    """The client-secret JSON (`installed` or `web`), checked for the keys the flow needs.
+
+    Errors name the file as `_shown` does, and under Docker say where to save it instead of which flag to pass."""
+    where = _shown(path, shown_dir)
+    how = HOW_TO_CREDENTIALS
+    if shown_dir:
+        how = how.split(", and pass it")[0].replace("as credentials.json", f"as {where}")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise GmailAuthError(
-            f"no OAuth client file at {path}: {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
-        ) from None
+        raise GmailAuthError(f"no OAuth client file at {where}: {how}", kind=ErrorKind.MISSING_CREDENTIALS) from None
     except (OSError, ValueError) as exc:
-        raise GmailAuthError(
-            f"cannot read {path} ({exc}): {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
-        ) from exc
+        raise GmailAuthError(f"cannot read {where} ({exc}): {how}", kind=ErrorKind.MISSING_CREDENTIALS) from exc
     section = data.get("installed") or data.get("web") if isinstance(data, dict) else None
     needed = ("client_id", "client_secret", "auth_uri", "token_uri")
     if not isinstance(section, dict) or any(not section.get(key) for key in needed):
-        raise GmailAuthError(
-            f"{path} is not an OAuth client-secret file: {HOW_TO_CREDENTIALS}", kind=ErrorKind.MISSING_CREDENTIALS
-        )
+        raise GmailAuthError(f"{where} is not an OAuth client-secret file: {how}", kind=ErrorKind.MISSING_CREDENTIALS)
     return {"installed": section}
 
 
@@ -77,7 +82,7 @@ def load_token_cache(path: Path, config: dict[str, Any]) -> Credentials | None:
     return creds
 
 
-def save_token_cache(path: Path, creds: Credentials) -> None:
+def save_token_cache(path: Path, creds: Credentials, *, shown_dir: str | None = None) -> None:
     """Writes `Credentials.to_json()` atomically with mode 0600 (it holds a refresh token)."""
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -87,7 +92,9 @@ def save_token_cache(path: Path, creds: Credentials) -> None:
             handle.write(creds.to_json())  # type: ignore[no-untyped-call]
         os.replace(tmp, path)
     except OSError as exc:
-        raise GmailAuthError(f"cannot write the token cache {path}: {exc}", kind=ErrorKind.IO) from exc
+        fix = "; give the containers' user that folder with `make secrets`" if shown_dir else ""
+        message = f"cannot write the token cache {_shown(path, shown_dir)}: {exc.strerror or exc}{fix}"
+        raise GmailAuthError(message, kind=ErrorKind.IO) from exc
 
 
 class GoogleAccess:
@@ -104,8 +111,10 @@ class GoogleAccess:
         api_endpoint: str,
         http_timeout: float,
         note: Callable[[str], None],
+        shown_secrets: str | None = None,
     ) -> None:
         self._credentials_path = credentials_path
+        self._shown_secrets = shown_secrets  # the host's secrets folder under Docker, for the errors' words
         self._tokens_path = tokens_path
         self._bind = oauth_bind
         self._port = oauth_port
@@ -115,7 +124,7 @@ class GoogleAccess:
         self._note = note
 
     def connect(self, *, on_consent_url: Callable[[str], None], cancel: threading.Event) -> ClientFactory:
-        config = load_client_config(self._credentials_path)
+        config = load_client_config(self._credentials_path, shown_dir=self._shown_secrets)
         creds = load_token_cache(self._tokens_path, config)
         revoked = False
         if creds is not None and creds.refresh_token and not creds.valid:
@@ -128,7 +137,7 @@ class GoogleAccess:
                 if revoked and exc.kind == ErrorKind.AUTH_REQUIRED:
                     raise GmailAuthError(f"{TESTING_APP_HINT}. {exc}", kind=ErrorKind.AUTH_REQUIRED) from exc
                 raise
-        save_token_cache(self._tokens_path, creds)
+        save_token_cache(self._tokens_path, creds, shown_dir=self._shown_secrets)
         endpoint, timeout = self._endpoint, self._http_timeout
 
         def factory() -> GmailClient:

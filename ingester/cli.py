@@ -147,11 +147,12 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         include_spam_trash=args.include_spam_trash,
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
+        shown_path=settings.host_mbox,
     )
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
-    resume = _Resume(settings, source=Source.MBOX, mbox=request.path)
+    resume = _Resume(settings, source=Source.MBOX, mbox=request.path, import_dir=args.confine_to)
     with (
         cancel_on_signals(cancel, abort_note=resume.abort_note),
         ingest_session(settings.db, clock=system_clock) as engine,
@@ -174,13 +175,15 @@ class _Resume:
     It remembers the run it was last asked about, so the abort message of a second Ctrl-C can name it.
     """
 
-    def __init__(self, settings: IngesterSettings, *, source: Source, mbox: Path | None) -> None:
+    def __init__(
+        self, settings: IngesterSettings, *, source: Source, mbox: Path | None, import_dir: Path | None = None
+    ) -> None:
         self.source = source
         self.style = settings.command_style
         make = self.style == CommandStyle.MAKE
         default_db = settings.db == IngesterSettings.model_fields["db"].default
         self.db = None if make or default_db else str(settings.db.absolute())
-        self.mbox = (settings.host_mbox if make else None) or (str(mbox.absolute()) if mbox is not None else None)
+        self.mbox = (settings.host_mbox if make else None) or _host_path(mbox, import_dir, settings.host_import_dir)
         self.last = ""
 
     def __call__(self, run_id: int) -> str:
@@ -191,6 +194,15 @@ class _Resume:
         if not self.last:
             return "nothing was started yet"
         return f"committed work is kept; resume later with: {self.last}"
+
+
+def _host_path(mbox: Path | None, import_dir: Path | None, host_import_dir: str | None) -> str | None:
+    """`mbox` as the host names it: a runner's import folder (`--confine-to`) is the host's `host_import_dir`."""
+    if mbox is None:
+        return None
+    if import_dir is not None and host_import_dir and mbox.is_relative_to(import_dir):
+        return f"{host_import_dir.rstrip('/')}/{mbox.relative_to(import_dir).as_posix()}"
+    return str(mbox.absolute())
 
 
 def _report(result: RunResult, *, quiet: bool) -> int:
@@ -224,6 +236,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         api_endpoint=settings.api_endpoint,
         http_timeout=settings.http_timeout,
         note=reporter.note,
+        shown_secrets=settings.host_secrets,
     )
     tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()

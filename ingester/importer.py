@@ -39,6 +39,12 @@ class ImportRequest:
     include_spam_trash: bool = False
     resume_run_id: int | None = None
     launch_token: str | None = None
+    # The file as the person names it, recorded on the run instead of `path` (`make import`: the host's path, where
+    # `path` is the container's /mbox/…), so what the page and `runs` show, and resume hints, work on the host.
+    shown_path: str | None = None
+
+    def recorded_path(self) -> str:
+        return self.shown_path or str(self.path.absolute())
 
 
 def check_mbox_path(path: Path) -> os.stat_result:
@@ -79,7 +85,7 @@ class _Importer:
     def start_run(self, info: os.stat_result, print_: str) -> int:
         """Creates the run, or reopens the one to resume; returns the byte offset to read from."""
         request, life = self.request, self.life
-        where = str(request.path.absolute())
+        where = request.recorded_path()
         if request.resume_run_id is None:
             life.create(mbox_path=where, bytes_total=info.st_size, mbox_fingerprint=print_)
             return 0
@@ -94,10 +100,13 @@ class _Importer:
 
     def _same_file(self, run: Run) -> None:
         """Refuses to resume a run that read another file: its counts would mix with this file's."""
-        if run.mbox_path is not None and Path(run.mbox_path).resolve() != self.request.path.resolve():
+        recorded = run.mbox_path
+        if recorded is None or recorded == self.request.shown_path:
+            return
+        if Path(recorded).resolve() != self.request.path.resolve():
             raise RunNotFoundError(
-                f"run {run.run_id} imported {run.mbox_path}, not {self.request.path}; resume it with that file, "
-                "or start a new import without --resume"
+                f"run {run.run_id} imported {recorded}, not {self.request.shown_path or self.request.path}; resume it "
+                "with that file, or start a new import without --resume"
             )
 
     def run(self) -> RunResult:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from pydantic import Field
 
-from shared.resume import CommandStyle
 from shared.settings import CommonSettings
 
 
@@ -24,15 +23,15 @@ class IngesterSettings(CommonSettings):
         default=None,
         description="Set by the viewer when it launches an ingester; stored on the run row so it finds its run.",
     )
-    command_style: CommandStyle = Field(
-        default=CommandStyle.CLI,
-        description="How printed resume commands are written: `cli` (gmail-stats ...) or `make` (make import "
-        "MBOX=... RESUME=N, what works on a Docker host; compose sets it).",
-    )
     host_mbox: str | None = Field(
         default=None,
-        description="The host path of the mbox being imported, as given to `make import MBOX=`; used only in "
-        "printed resume commands (the Makefile sets it).",
+        description="The host path of the mbox being imported, as given to `make import MBOX=`: recorded on the "
+        "run and used in printed resume commands instead of the container's path (the Makefile sets it).",
+    )
+    host_secrets: str | None = Field(
+        default=None,
+        description="The secrets folder as the host names it (compose sets it from GMAIL_STATS_SECRETS): errors "
+        "about credentials.json and the token cache name it instead of the container's /secrets.",
     )
     credentials: Path = Field(
         default=Path("./credentials.json"),

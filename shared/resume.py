@@ -1,7 +1,9 @@
-"""The resume command a person can paste as it is printed: one pure function for the ingester and the viewer.
+"""The commands a person can paste as they are shown (import, scan, resume): pure functions for the ingester and
+the viewer.
 
-It must name everything the resumed run depends on (database, file, run id), quoted for a POSIX shell, in the
-form that works where the person is: the `gmail-stats` CLI, or the Makefile's `make` verbs on a Docker host.
+A resume command must name everything the resumed run depends on (database, file, run id). Every command is quoted
+for a POSIX shell and written in the form that works where the person is: the `gmail-stats` CLI, or the Makefile's
+`make` verbs on a Docker host (with the host's paths: the container's never work there).
 """
 
 from __future__ import annotations
@@ -15,6 +17,17 @@ from shared.models import Source
 class CommandStyle(StrEnum):
     CLI = "cli"
     MAKE = "make"
+
+
+def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI) -> str:
+    """The command that imports `path`, the file as the person names it (on a Docker host: the host's path)."""
+    if style == CommandStyle.MAKE:
+        return f"make import MBOX={shlex.quote(path)}"
+    return shlex.join(["gmail-stats", "import", path])
+
+
+def scan_command(style: CommandStyle = CommandStyle.CLI) -> str:
+    return "make scan" if style == CommandStyle.MAKE else "gmail-stats scan"
 
 
 def resume_command(

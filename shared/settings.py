@@ -7,6 +7,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shared.resume import CommandStyle
+
 
 class CommonSettings(BaseSettings):
     """Read from `GMAIL_STATS_*` environment variables; command-line flags override by passing only given flags."""
@@ -16,6 +18,17 @@ class CommonSettings(BaseSettings):
     db: Path = Field(
         default=Path("./stats.db"),
         description="SQLite database file. The ingester creates it; the viewer only reads it.",
+    )
+    command_style: CommandStyle = Field(
+        default=CommandStyle.CLI,
+        description="How the commands you are shown (printed resume hints, the page's terminal commands) are "
+        "written: `cli` (gmail-stats ...) or `make` (make import MBOX=... RESUME=N, what works on a Docker host; "
+        "compose sets it).",
+    )
+    host_import_dir: str | None = Field(
+        default=None,
+        description="The import folder as the host names it (compose and the viewer's runners set it): the page's "
+        "terminal commands and a launched import's resume hint name it instead of the container's /imports.",
     )
 
 

@@ -64,7 +64,9 @@ def test_the_import_runner_has_no_network_no_secrets_and_no_port() -> None:
             "GMAIL_STATS_API_ENDPOINT": "http://fake-google:8080/",
             "GMAIL_STATS_PARSE_WORKERS": "2",
             "GMAIL_STATS_DB": "/data/stats.db",
+            "GMAIL_STATS_COMMAND_STYLE": "make",
             "PYTHONUNBUFFERED": "1",
+            "GMAIL_STATS_HOST_IMPORT_DIR": "/home/me/gmail stats/imports",
         },
         labels={"gmail-stats.role": "ingester", "gmail-stats.stack": "gmail-stats", "gmail-stats.command": "import"},
         mounts=(DATA, REQUESTS, MountSpec("/imports", "/home/me/gmail stats/imports", "bind", read_only=True)),
@@ -85,10 +87,12 @@ def test_only_the_scan_runner_gets_secrets_the_network_and_the_loopback_callback
     assert spec.mounts == (DATA, REQUESTS, MountSpec("/secrets", "/home/me/gmail stats/secrets", "bind", False))
     assert spec.environment == {
         "GMAIL_STATS_DB": "/data/stats.db",
+        "GMAIL_STATS_COMMAND_STYLE": "make",
         "PYTHONUNBUFFERED": "1",
         "GMAIL_STATS_CREDENTIALS": "/secrets/credentials.json",
         "GMAIL_STATS_TOKENS": "/secrets/tokencache.json",
         "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
+        "GMAIL_STATS_HOST_SECRETS": "/home/me/gmail stats/secrets",
     }
 
 
@@ -99,7 +103,12 @@ def test_sdk_arguments_are_exactly_these() -> None:
         "command": ["run-request", "import"],
         "name": "gmail-stats-import-runner",
         "user": "10001:10001",
-        "environment": {"GMAIL_STATS_DB": "/data/stats.db", "PYTHONUNBUFFERED": "1"},
+        "environment": {
+            "GMAIL_STATS_DB": "/data/stats.db",
+            "GMAIL_STATS_COMMAND_STYLE": "make",
+            "PYTHONUNBUFFERED": "1",
+            "GMAIL_STATS_HOST_IMPORT_DIR": "/home/me/gmail stats/imports",
+        },
         "labels": {"gmail-stats.role": "ingester", "gmail-stats.stack": "gmail-stats", "gmail-stats.command": "import"},
         "mounts": [
             {"Target": "/data", "Source": "gmail-stats-data", "Type": "volume", "ReadOnly": False},

@@ -139,12 +139,36 @@ def test_a_second_signal_names_the_run_to_resume(spaced: tuple[Path, Path, dict[
 
 @pytest.mark.slow
 def test_in_docker_the_hint_is_the_make_form(spaced: tuple[Path, Path, dict[str, int]]) -> None:
-    mbox, db, _ = spaced
+    mbox, db, expected = spaced
     host = "/home/me/Takeout/All mail (2024).mbox"
     env = {"GMAIL_STATS_COMMAND_STYLE": "make", "GMAIL_STATS_HOST_MBOX": host, "GMAIL_STATS_PARSE_WORKERS": "0"}
     process = start_import(db, mbox, **env)
     stderr = _stopped_then(process, db, signal.SIGTERM)
     assert _hint(stderr) == "make import MBOX='/home/me/Takeout/All mail (2024).mbox' RESUME=1"
+    # The run names the file as the host does (the page and `runs` show it; the container's path means nothing
+    # there), and `make import` of that host path resumes it; another host file is refused.
+    assert query(db, "SELECT mbox_path FROM ingest_runs") == [(host,)]
+    other = run_cli("import", mbox, "--db", db, "--resume", "1", GMAIL_STATS_HOST_MBOX="/home/me/other.mbox")
+    assert other.returncode == 2 and f"run 1 imported {host}, not /home/me/other.mbox" in other.stderr
+    resumed = run_cli("import", mbox, "--db", db, "--resume", "1", timeout=300, **env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert counts_of(db) == expected
+
+
+@pytest.mark.slow
+def test_a_runners_import_hint_names_the_hosts_import_folder(
+    tmp_path: Path, spaced: tuple[Path, Path, dict[str, int]]
+) -> None:
+    """A page import under Docker runs in a runner confined to /imports; its log shows the host's command."""
+    mbox, db, _ = spaced
+    env = {
+        "GMAIL_STATS_COMMAND_STYLE": "make",
+        "GMAIL_STATS_HOST_IMPORT_DIR": "/home/me/gmail-stats/imports",
+        "GMAIL_STATS_PARSE_WORKERS": "0",
+    }
+    process = start_import(db, mbox, "--confine-to", str(tmp_path), **env)
+    stderr = _stopped_then(process, db, signal.SIGTERM)
+    assert _hint(stderr) == "make import MBOX='/home/me/gmail-stats/imports/my mail/All mail.mbox' RESUME=1"
 
 
 def _snapshot(db: Path) -> list[list[tuple[object, ...]]]:

@@ -15,6 +15,7 @@ from fastapi.responses import Response, StreamingResponse
 from shared.errors import RETRY_WARNING_PREFIX, ErrorKind
 from shared.lock import is_lock_held
 from shared.models import RunState
+from shared.resume import import_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
@@ -325,8 +326,18 @@ def runs(
 
 @router.get("/imports")
 def imports(settings: SettingsDep) -> ImportsOut:
-    files = [ImportFileOut(**asdict(f)) for f in list_mbox_files(settings.import_dir)]
-    return ImportsOut(import_dir=str(settings.import_dir), import_dir_exists=settings.import_dir.is_dir(), files=files)
+    shown, style = settings.shown_import_dir(), settings.command_style
+    files = [
+        ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style))
+        for f in list_mbox_files(settings.import_dir)
+    ]
+    return ImportsOut(
+        import_dir=shown,
+        import_dir_exists=settings.import_dir.is_dir(),
+        files=files,
+        import_command=import_command(path="path/to/file.mbox", style=style),
+        scan_command=scan_command(style),
+    )
 
 
 @router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)

@@ -124,7 +124,8 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
     if stack.requests is None:
         raise LaunchError("the viewer's container has no /requests mount", hint="start the stack with compose.yaml")
     env = {k: v for k, v in sorted(environment.items()) if k in ENV_ALLOWLIST}
-    env.update({"GMAIL_STATS_DB": f"{DATA_DIR}/stats.db", "PYTHONUNBUFFERED": "1"})
+    # Its printed resume hints are the host's `make …` ones (the page shows its log).
+    env.update({"GMAIL_STATS_DB": f"{DATA_DIR}/stats.db", "GMAIL_STATS_COMMAND_STYLE": "make", "PYTHONUNBUFFERED": "1"})
     mounts = [
         MountSpec(DATA_DIR, stack.data, _mount_type(stack.data), read_only=False),
         # The viewer writes requests, the runner only reads them (a read-only mount of the same volume).
@@ -135,6 +136,7 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
     if command is LaunchCommand.IMPORT:
         if stack.imports is not None:
             mounts.append(MountSpec(IMPORTS_DIR, stack.imports, "bind", read_only=True))
+            env["GMAIL_STATS_HOST_IMPORT_DIR"] = stack.imports
     else:
         if stack.secrets is None:
             raise LaunchError("the stack names no secrets folder", hint="set GMAIL_STATS_SECRETS in .env")
@@ -144,6 +146,8 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
                 "GMAIL_STATS_CREDENTIALS": f"{SECRETS_DIR}/credentials.json",
                 "GMAIL_STATS_TOKENS": f"{SECRETS_DIR}/tokencache.json",
                 "GMAIL_STATS_OAUTH_BIND": "0.0.0.0",
+                # Its errors about those files name the host's folder (the page shows them).
+                "GMAIL_STATS_HOST_SECRETS": stack.secrets,
             }
         )
         ports = {f"{OAUTH_CONTAINER_PORT}/tcp": (stack.oauth_host_ip, stack.oauth_host_port)}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from shared.models import RunState, Source
-from shared.resume import resume_command
+from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, get_run, run_by_launch_token
 from viewer.database import Database
 from viewer.errors import ApiError
@@ -114,8 +114,13 @@ class RunControl:
             return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
         relative = relative_to_import_dir(self.settings.import_dir, run.mbox_path or "")
         if relative is None:
+            style = self.settings.command_style
             terminal = resume_command(
-                source=Source.MBOX, run_id=run_id, mbox_path=run.mbox_path, db=str(self.settings.db)
+                source=Source.MBOX,
+                run_id=run_id,
+                style=style,
+                mbox_path=run.mbox_path,
+                db=str(self.settings.db) if style == CommandStyle.CLI else None,
             )
             raise ApiError(
                 422,

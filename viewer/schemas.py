@@ -165,12 +165,15 @@ class ImportFileOut(_Out):
     path: str = Field(description="relative to the import folder, with `/` separators")
     size: int
     mtime_unix: int
+    command: str = Field(description="the terminal command that imports this file (`make import …` under Docker)")
 
 
 class ImportsOut(_Out):
-    import_dir: str = Field(description="the import folder as configured, for the terminal command the page shows")
+    import_dir: str = Field(description="the import folder as the person names it (under Docker: the host's)")
     import_dir_exists: bool = Field(description='lets the page say "create the folder" instead of "no file yet"')
     files: list[ImportFileOut]
+    import_command: str = Field(description="the import command with a placeholder path, before a file is picked")
+    scan_command: str = Field(description="the terminal command that scans Gmail (`make scan` under Docker)")
 
 
 class LaunchedOut(_Out):

@@ -46,6 +46,10 @@ class ViewerSettings(CommonSettings):
         description="Seconds a launch waits for the new ingester's run row before answering.",
     )
 
+    def shown_import_dir(self) -> str:
+        """The import folder as the person knows it: the host's folder under Docker."""
+        return self.host_import_dir or str(self.import_dir)
+
     @field_validator("allowed_hosts", mode="before")
     @classmethod
     def _split_hosts(cls, value: object) -> object:

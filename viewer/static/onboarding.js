@@ -38,6 +38,8 @@ export async function loadImports() {
     return;
   }
   state.imports = body.files;
+  state.importCommand = body.import_command;
+  $("scan-command").textContent = body.scan_command;
   $("import-dir").textContent = body.import_dir;
   const select = $("import-file");
   const previous = select.value;
@@ -63,9 +65,9 @@ export async function loadImports() {
 
 export function updateImportCommand() {
   const path = $("import-file").value;
-  const dir = $("import-dir").textContent.replace(/\/+$/, "");
-  const full = path ? `${dir}/${path}` : "path/to/file.mbox";
-  $("import-command").textContent = `gmail-stats import ${/[^\w@%+=:,./-]/.test(full) ? `'${full.replace(/'/g, "'\\''")}'` : full}`;
+  const file = (state.imports || []).find((f) => f.path === path);
+  if (file) $("import-command").textContent = file.command;
+  else if (state.importCommand) $("import-command").textContent = state.importCommand;
 }
 
 export function showTakeoutCard(run) {

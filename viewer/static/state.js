@@ -19,6 +19,7 @@ export const state = {
   hidden: new Set(store.get("hidden", [])),
   lastPage: null,
   imports: null,
+  importCommand: "", // the server writes every terminal command (under Docker: `make …` with host paths)
   logOpen: false,
   pollDelay: 1000,
   pollTimer: null,
