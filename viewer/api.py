@@ -18,7 +18,7 @@ from shared.models import RunState
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
-from viewer import rollup_queries, sender_queries
+from viewer import rollup_queries, sender_queries, short_search
 from viewer.control import LaunchAsk, RunControl
 from viewer.database import Database
 from viewer.deps import CacheDep, ClockDep, ControlDep, CsrfDep, DatabaseDep, RatesDep, SettingsDep
@@ -142,8 +142,21 @@ def _senders(
             if snap.totals is not None and snap.state is DbState.READY:
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
                 everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
+                match = None
+                if short_search.applies(f):  # the same search on another page or sort: counted once
+                    condition = sender_queries.where(f)
+                    match = database.memo.get(
+                        ("match", f.key()), database.change_key(), lambda: short_search.match(conn, condition)
+                    )
                 page = sender_queries.senders_page(
-                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, known=None if f.narrows else everyone
+                    conn,
+                    f=f,
+                    sort=sort,
+                    order=order,
+                    offset=offset,
+                    limit=limit,
+                    known=None if f.narrows else everyone,
+                    match=match,
                 )
                 top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(

@@ -29,6 +29,7 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
+from viewer.short_search import Match, among
 
 _S = senders.c
 # Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).
@@ -182,10 +183,18 @@ def senders_page(
     offset: int,
     limit: int,
     known: tuple[int, int] | None = None,
+    match: Match | None = None,
 ) -> SendersPage:
-    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter)."""
+    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter), and
+    `match` what `short_search.match` found for this filter (a short search)."""
     condition = where(f)
-    if known is not None:
+    if match is not None:
+        if match.total == 0:
+            return SendersPage(0, 0, [])
+        total, messages = match.total, match.messages
+        if match.ids is not None:  # few: sort just those rows, never walk an index looking for them
+            condition = among(match.ids)
+    elif known is not None:
         total, messages = known
     else:
         total, messages = conn.execute(
