@@ -113,6 +113,12 @@ def _rss_kib(pid: int) -> tuple[int, int]:
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far: steadier than latency on a shared machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -242,16 +248,21 @@ def main(argv: list[str] | None = None) -> int:
         _single(base, "/api/senders?limit=50", repeat=5)  # warm the page cache
         idle: dict[str, list[float]] = {"status": [], "page": []}
         busy = idle
+        cpu: dict[str, float] = {}
         if "pollers" in parts:
+            before = _cpu_seconds(server.pid)
             idle = asyncio.run(_load(base, pollers=args.pollers, seconds=args.seconds, pause=args.pause))
+            cpu["idle"] = (_cpu_seconds(server.pid) - before) / max(1, len(idle["status"]) + len(idle["page"]))
             stop = threading.Event()
             writer = threading.Thread(target=_heartbeat, args=(stop,), daemon=True)
             writer.start()
+            before = _cpu_seconds(server.pid)
             try:
                 busy = asyncio.run(_load(base, pollers=args.pollers, seconds=args.seconds, pause=args.pause))
             finally:
                 stop.set()
                 writer.join()
+            cpu["busy"] = (_cpu_seconds(server.pid) - before) / max(1, len(busy["status"]) + len(busy["page"]))
         extra = _extra(base, parts)
         rss, peak = _rss_kib(server.pid)
     finally:
@@ -276,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {len(samples)} | {_pct(samples, 0.5):.1f} | {_pct(samples, 0.95):.1f} | "
             f"{max(samples) * 1000:.1f} |"
         )
+    for phase, seconds in cpu.items():
+        print(f"\nviewer CPU per polled request ({phase} database): {seconds * 1000:.2f} ms")
     print(f"\nviewer RSS: {idle_rss / 1024:.0f} MB idle, {rss / 1024:.0f} MB at the end, peak {peak / 1024:.0f} MB")
     return 0
 

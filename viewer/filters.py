@@ -37,7 +37,8 @@ class SenderFilter:
         return (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe, self.exclude)
 
 
-def _sender_filter(
+# `async` on purpose (pure parsing): a sync dependency would cost every polled request a threadpool hop.
+async def _sender_filter(
     q: Annotated[str, Query(max_length=MAX_QUERY, description="substring of address or name")] = "",
     domain: Annotated[str | None, Query(max_length=253, description="registrable domain, exactly")] = None,
     min_messages: Annotated[int, Query(ge=0, le=2**31, description="senders with at least this many")] = 0,
