@@ -47,6 +47,7 @@ class ErrorKind(StrEnum):
     BAD_SOURCE = "bad_source"
     BAD_PATH = "bad_path"
     BAD_SCOPE = "bad_scope"
+    HIDDEN_UNKNOWN = "hidden_unknown"  # a `hidden=` id this viewer does not hold (restarted): send the set again
 
 
 # The kinds a run row can end with: the page needs a remedy for each.

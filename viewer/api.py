@@ -37,6 +37,8 @@ from viewer.schemas import (
     DomainOut,
     DomainsOut,
     ErrorOut,
+    HiddenBody,
+    HiddenOut,
     ImportFileOut,
     ImportsOut,
     LaunchBody,
@@ -327,6 +329,13 @@ async def _cached(cache: ResponseCache, key: Hashable, version: Hashable, comput
     if found is None:
         found = await run_in_threadpool(cache.get, key, version, compute)
     return found
+
+
+@router.post("/hidden")
+def register_hidden(body: HiddenBody, state: StateDep) -> HiddenOut:
+    """Registers the page's hidden senders (kept in memory, by content) for `hidden=` on the read routes."""
+    key, members = state.hidden.add(body.senders)
+    return HiddenOut(hidden=key, count=len(members))
 
 
 @router.get("/runs")

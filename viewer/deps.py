@@ -14,6 +14,7 @@ from shared.timeutil import Clock
 from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
+from viewer.hidden import HiddenSets
 from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
@@ -27,6 +28,7 @@ class ViewerState:
     rates: RateTracker
     csrf_token: str
     cache: ResponseCache  # polled answers, shared while the database files are unchanged
+    hidden: HiddenSets  # hidden-sender sets the page registered (`POST /api/hidden`), named by id in `hidden=`
 
 
 def viewer_state(request: Request) -> ViewerState:

@@ -29,7 +29,7 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
-from viewer.short_search import Match, among
+from viewer.short_search import Match, among, in_values
 
 _S = senders.c
 # Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).
@@ -146,7 +146,7 @@ def where(f: SenderFilter) -> ColumnElement[bool]:
         known = or_(_S.unsubscribe_web.is_not(None), _S.unsubscribe_mailto.is_not(None))
         parts.append(known if f.has_unsubscribe else not_(known))
     if f.exclude:
-        parts.append(_S.sender.not_in(f.exclude))
+        parts.append(not_(in_values(_S.sender, f.exclude)))
     return and_(true(), *parts)
 
 
@@ -219,7 +219,7 @@ def excluded_sums(conn: Connection, exclude: tuple[str, ...]) -> tuple[int, int]
     if not exclude:
         return 0, 0
     count, messages = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(_S.sender.in_(exclude))
+        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(in_values(_S.sender, exclude))
     ).one()
     return int(count), int(messages)
 

@@ -7,7 +7,10 @@ index row by row looking for matches that are rare or absent. So one scan collec
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
@@ -54,3 +57,9 @@ def match(conn: Connection, condition: ColumnElement[bool]) -> Match:
 def among(ids: str) -> ColumnElement[bool]:
     """`senders.id` in the JSON array `ids`, bound as one parameter (any number of ids)."""
     return _S.id.in_(select(func.json_each(ids).table_valued("value").c.value))
+
+
+def in_values(column: ColumnElement[Any], values: Iterable[str]) -> ColumnElement[bool]:
+    """`column IN values` bound as one JSON array: any number of values (SQLite caps bound parameters at 32,766),
+    still looked up through the column's index."""
+    return column.in_(select(func.json_each(json.dumps(list(values))).table_valued("value").c.value))
