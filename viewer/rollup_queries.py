@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, no
 
 from shared.models import domain_months, domains, months, sender_months, senders
 from viewer.sender_queries import SortOrder, gmail_search_url
-from viewer.short_search import in_values
+from viewer.sql_lists import in_values
 
 _D = domains.c
 # SQLite's largest integer: `offset + limit` of a page far past the end must still bind (the API allows any int64).

@@ -1,7 +1,8 @@
 """The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
 
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
-`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan.
+`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one is
+counted by `viewer.short_search` (one bounded scan) and paged from what it found.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
-from viewer.short_search import Match, among, in_values
+from viewer.short_search import Match, among
+from viewer.sql_lists import in_values
 
 _S = senders.c
 # Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).

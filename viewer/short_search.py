@@ -1,21 +1,20 @@
-"""Searches of one or two characters, which the trigram index cannot answer: exact counts in one bounded scan.
+"""Searches of one or two characters, which the trigram index cannot answer: exact counts from a `LIKE` scan.
 
-A `LIKE` scan of every sender is unavoidable for them (~200k short rows); what made them slow was walking a sort
-index row by row looking for matches that are rare or absent. So one scan collects the matches when they are few
-(the page is then sorted from those ids alone), and when they are many a page is a short index walk. Read-only.
+Without an index of one- and two-character substrings every sender is scanned once (~20 ms for 200k); what made
+these searches slow was walking a sort index row by row for matches that are rare or absent. So one scan collects
+the matches when they are few (the page is then sorted from those ids alone); when they are many, a second scan
+counts them and a page is a short index walk. The caller keeps the result while the database is unchanged.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
 
 from shared.models import senders
 from viewer.filters import SenderFilter
+from viewer.sql_lists import in_json
 
 _S = senders.c
 # Up to this many matches the ids themselves drive the page (a sort of at most this many rows); above it, at least
@@ -55,11 +54,5 @@ def match(conn: Connection, condition: ColumnElement[bool]) -> Match:
 
 
 def among(ids: str) -> ColumnElement[bool]:
-    """`senders.id` in the JSON array `ids`, bound as one parameter (any number of ids)."""
-    return _S.id.in_(select(func.json_each(ids).table_valued("value").c.value))
-
-
-def in_values(column: ColumnElement[Any], values: Iterable[str]) -> ColumnElement[bool]:
-    """`column IN values` bound as one JSON array: any number of values (SQLite caps bound parameters at 32,766),
-    still looked up through the column's index."""
-    return column.in_(select(func.json_each(json.dumps(list(values))).table_valued("value").c.value))
+    """`senders.id` in the JSON array `ids` (any number of ids, one parameter)."""
+    return in_json(_S.id, ids)
