@@ -48,6 +48,7 @@ class ErrorKind(StrEnum):
     BAD_PATH = "bad_path"
     BAD_SCOPE = "bad_scope"
     HTTP_ERROR = "http_error"  # any other HTTP-level refusal (a status the viewer has no kind for)
+    HIDDEN_UNKNOWN = "hidden_unknown"  # a `hidden=` id this viewer does not hold (restarted): send the set again
 
 
 # The kinds a run row can end with: the page needs a remedy for each.
@@ -101,6 +102,7 @@ HTTP_ERROR_KINDS = frozenset(
         ErrorKind.NOT_FOUND,
         ErrorKind.METHOD_NOT_ALLOWED,
         ErrorKind.HTTP_ERROR,
+        ErrorKind.HIDDEN_UNKNOWN,
         ErrorKind.INTERNAL,
     }
 )

@@ -121,6 +121,7 @@ OPERATIONS = [
     ("GET", "/api/imports"),
     ("POST", "/api/runs/{run_id}/cancel"),
     ("GET", "/api/runs/{run_id}/log"),
+    ("POST", "/api/hidden"),
 ]
 WITH_INPUTS = {
     "/api/senders",
@@ -130,6 +131,7 @@ WITH_INPUTS = {
     "/api/runs",
     "/api/runs/{run_id}/cancel",
     "/api/runs/{run_id}/log",
+    "/api/hidden",
 }
 CHECKS = [
     schemathesis.checks.not_a_server_error,
@@ -186,6 +188,7 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
         "/api/imports",
         "/api/runs/{run_id}/cancel",
         "/api/runs/{run_id}/log",
+        "/api/hidden",
     }
     errors = document["components"]["schemas"]["ErrorOut"]
     assert set(errors["required"]) == {"error", "message"}

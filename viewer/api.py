@@ -5,12 +5,14 @@ Every route declares its pydantic answer (`viewer.schemas`), which is also the O
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import asdict
 from pathlib import Path as FsPath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from shared.errors import RETRY_WARNING_PREFIX, ErrorKind
 from shared.lock import is_lock_held
@@ -19,10 +21,11 @@ from shared.resume import import_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
-from viewer import rollup_queries, sender_queries
+from viewer import rollup_queries, sender_queries, short_search
+from viewer.cache import ResponseCache
 from viewer.control import LaunchAsk, RunControl
 from viewer.database import Database
-from viewer.deps import CacheDep, ClockDep, ControlDep, CsrfDep, DatabaseDep, RatesDep, SettingsDep
+from viewer.deps import CacheDep, ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep
 from viewer.errors import ApiError
 from viewer.export import build_csv
 from viewer.filters import FilterDep, SenderFilter
@@ -35,6 +38,8 @@ from viewer.schemas import (
     DomainOut,
     DomainsOut,
     ErrorOut,
+    HiddenBody,
+    HiddenOut,
     ImportFileOut,
     ImportsOut,
     LaunchBody,
@@ -109,24 +114,22 @@ def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
 
 
 @router.get("/senders", response_model=SendersOut)
-def senders(
-    database: DatabaseDep,
-    clock: ClockDep,
+async def senders(
+    state: StateDep,
     f: FilterDep,
     sort: SortKey = SortKey.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
     offset: Offset = 0,
     limit: Limit = 50,
-    *,
-    cache: CacheDep,
 ) -> Response:
+    database, clock, cache = state.database, state.clock, state.cache
     key = ("senders", f.key(), sort, order, offset, limit)
 
     def compute() -> bytes:
         return _json(_senders(database, clock, f, sort, order, offset, limit))
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
-    return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
+    return Response(await _cached(cache, key, database.change_key(), compute), media_type="application/json")
 
 
 def _row_out(row: SenderListRow) -> SenderRowOut:
@@ -143,8 +146,21 @@ def _senders(
             if snap.totals is not None and snap.state is DbState.READY:
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
                 everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
+                match = None
+                if short_search.applies(f):  # the same search on another page or sort: counted once
+                    condition = sender_queries.where(f)
+                    match = database.memo.get(
+                        ("match", f.key()), database.change_key(), lambda: short_search.match(conn, condition)
+                    )
                 page = sender_queries.senders_page(
-                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, known=None if f.narrows else everyone
+                    conn,
+                    f=f,
+                    sort=sort,
+                    order=order,
+                    offset=offset,
+                    limit=limit,
+                    known=None if f.narrows else everyone,
+                    match=match,
                 )
                 top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(
@@ -168,19 +184,17 @@ def _senders(
 
 
 @router.get("/domains", response_model=DomainsOut)
-def domains(
-    database: DatabaseDep,
-    clock: ClockDep,
+async def domains(
+    state: StateDep,
     f: FilterDep,
     sort: DomainSort = DomainSort.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
     offset: Offset = 0,
     limit: Limit = 50,
-    *,
-    cache: CacheDep,
 ) -> Response:
     """Senders rolled up per registrable domain. Takes `q` (a substring of the domain) and `exclude=`; the other
     sender filters do not apply to a whole domain."""
+    database, clock, cache = state.database, state.clock, state.cache
     key = ("domains", f.q, f.exclude, sort, order, offset, limit)
 
     def compute() -> bytes:
@@ -198,18 +212,17 @@ def domains(
         out = DomainsOut(total=page.total, total_messages=page.total_messages, domains=rows, generated_at_unix=now)
         return _json(out)
 
-    return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
+    return Response(await _cached(cache, key, database.change_key(), compute), media_type="application/json")
 
 
 @router.get("/volume", response_model=VolumeOut)
-def volume(
-    database: DatabaseDep,
+async def volume(
+    state: StateDep,
     f: FilterDep,
     sender: Annotated[str | None, Query(max_length=320, description="one sender's months")] = None,
-    *,
-    cache: CacheDep,
 ) -> Response:
     """Mail per calendar month: everything (hidden senders left out), one `sender`, or one `domain`."""
+    database, cache = state.database, state.cache
     if sender is not None and f.domain is not None:
         raise ApiError(422, ErrorKind.BAD_SCOPE, "ask for one sender or one domain, not both")
     key = ("volume", sender, f.domain, f.exclude)
@@ -233,7 +246,7 @@ def volume(
         months = [MonthOut(**asdict(m)) for m in found.months]
         return _json(VolumeOut(months=months, undated=found.undated))
 
-    return Response(cache.get(key, database.change_key(), compute), media_type="application/json")
+    return Response(await _cached(cache, key, database.change_key(), compute), media_type="application/json")
 
 
 @router.get(
@@ -261,19 +274,16 @@ def export_csv(
 
 
 @router.get("/status", response_model=StatusOut)
-def status(
-    database: DatabaseDep,
-    control: ControlDep,
-    settings: SettingsDep,
-    clock: ClockDep,
-    rates: RatesDep,
-    csrf_token: CsrfDep,
-    cache: CacheDep,
-) -> Response:
-    control.reap()
+async def status(state: StateDep) -> Response:
+    """Polled by every open page: a fresh cached answer is served on the event loop (no thread hop, no wait for
+    the GIL); only a miss reads the database, in the threadpool."""
+    database, control, settings, cache = state.database, state.control, state.settings, state.cache
+    clock, rates, csrf_token = state.clock, state.rates, state.csrf_token
+    if control.reap_due():
+        await run_in_threadpool(control.reap)
     lock_held = is_lock_held(settings.db)
 
-    def compute() -> StatusOut:
+    def compute() -> bytes:
         state = DbState.MISSING
         active = None
         active_out = last_out = None
@@ -293,7 +303,7 @@ def status(
                 if snap.mix is not None:
                     mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
         progress = rates.observe(active)
-        return StatusOut(
+        document = StatusOut(
             db=str(state),
             ingest_lock_held=lock_held,
             active_run=active_out,
@@ -307,9 +317,26 @@ def status(
             csrf_token=csrf_token,
             now_unix=0,
         )
+        # Serialised once per change; each answer only appends its own clock reading.
+        return document.model_dump_json(exclude={"now_unix"}).encode()[:-1]
 
-    document: StatusOut = cache.get("status", (database.change_key(), lock_held), compute)
-    return Response(_json(document.model_copy(update={"now_unix": int(clock())})), media_type="application/json")
+    head: bytes = await _cached(cache, "status", (database.change_key(), lock_held), compute)
+    return Response(head + b',"now_unix":%d}' % int(clock()), media_type="application/json")
+
+
+async def _cached(cache: ResponseCache, key: Hashable, version: Hashable, compute: Callable[[], Any]) -> Any:
+    """A fresh cached answer straight from the event loop; a miss computes (reads the database) in the threadpool."""
+    found = cache.peek(key, version)
+    if found is None:
+        found = await run_in_threadpool(cache.get, key, version, compute)
+    return found
+
+
+@router.post("/hidden")
+def register_hidden(body: HiddenBody, state: StateDep) -> HiddenOut:
+    """Registers the page's hidden senders (kept in memory, by content) for `hidden=` on the read routes."""
+    key, members = state.hidden.add(body.senders)
+    return HiddenOut(hidden=key, count=len(members))
 
 
 @router.get("/runs")

@@ -24,6 +24,7 @@ from viewer.control import RunControl
 from viewer.database import Database
 from viewer.deps import ViewerState
 from viewer.errors import install_error_handlers
+from viewer.hidden import HiddenSets
 from viewer.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launcher import Launcher, LaunchError
 from viewer.security import SecurityGuard
@@ -100,6 +101,7 @@ def create_app(
         csrf_token=csrf_token,
         # Polled answers are shared for up to a second while the database files are unchanged.
         cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
+        hidden=HiddenSets(),
     )
     install_error_handlers(app)
     app.include_router(router)

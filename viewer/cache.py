@@ -21,6 +21,13 @@ class ResponseCache:
         self._locks: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
 
+    def peek(self, key: Hashable, version: Hashable) -> Any | None:
+        """The fresh entry for `key` or None, without waiting for a computation (safe on the event loop)."""
+        entry = self._entries.get(key)  # one dict read: atomic under the GIL
+        if entry is not None and entry[1] == version and time.monotonic() - entry[0] < self.ttl:
+            return entry[2]
+        return None
+
     def get(self, key: Hashable, version: Hashable, compute: Callable[[], Any]) -> Any:
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())

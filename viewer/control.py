@@ -55,6 +55,9 @@ class RunControl:
         with self._state_lock:
             return self._owned.get(run.launch_token)
 
+    def reap_due(self) -> bool:
+        return time.monotonic() - self._last_reap >= _REAP_EVERY_SECONDS
+
     def reap(self) -> None:
         now = time.monotonic()
         if now - self._last_reap < _REAP_EVERY_SECONDS:

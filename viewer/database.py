@@ -17,6 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from shared.db import reader_engine
 from shared.errors import ErrorKind
 from viewer import queries
+from viewer.cache import ResponseCache
 from viewer.errors import ApiError, from_bad_contents, from_database_error
 from viewer.queries import DbState, SourceMix, Totals
 
@@ -44,6 +45,8 @@ class Database:
         self.fallback_engine: Engine = reader_engine(path)
         self._lock = threading.Lock()
         self._cached: tuple[tuple[int, ...], float, Totals, SourceMix] | None = None
+        # Facts worth keeping across requests while the files are unchanged (e.g. a short search's matches).
+        self.memo = ResponseCache(ttl=_CACHE_SECONDS)
 
     def exists(self) -> bool:
         return self.path.is_file()

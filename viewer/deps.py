@@ -14,6 +14,7 @@ from shared.timeutil import Clock
 from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
+from viewer.hidden import HiddenSets
 from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
@@ -27,6 +28,7 @@ class ViewerState:
     rates: RateTracker
     csrf_token: str
     cache: ResponseCache  # polled answers, shared while the database files are unchanged
+    hidden: HiddenSets  # hidden-sender sets the page registered (`POST /api/hidden`), named by id in `hidden=`
 
 
 def viewer_state(request: Request) -> ViewerState:
@@ -38,6 +40,10 @@ def viewer_state(request: Request) -> ViewerState:
 
 
 # `async` on purpose: they only read `app.state`, and a sync dependency would cost a threadpool hop.
+
+
+async def _state(request: Request) -> ViewerState:
+    return viewer_state(request)
 
 
 async def _database(request: Request) -> Database:
@@ -56,22 +62,14 @@ async def _clock(request: Request) -> Clock:
     return viewer_state(request).clock
 
 
-async def _rates(request: Request) -> RateTracker:
-    return viewer_state(request).rates
-
-
 async def _cache(request: Request) -> ResponseCache:
     return viewer_state(request).cache
 
 
-async def _csrf_token(request: Request) -> str:
-    return viewer_state(request).csrf_token
-
-
+# The whole state as one dependency: FastAPI's per-dependency overhead is a large part of a polled cache hit.
+StateDep = Annotated[ViewerState, Depends(_state)]
 DatabaseDep = Annotated[Database, Depends(_database)]
 ControlDep = Annotated[RunControl, Depends(_control)]
 SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
 ClockDep = Annotated[Clock, Depends(_clock)]
-RatesDep = Annotated[RateTracker, Depends(_rates)]
-CsrfDep = Annotated[str, Depends(_csrf_token)]
 CacheDep = Annotated[ResponseCache, Depends(_cache)]

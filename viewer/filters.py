@@ -1,8 +1,8 @@
 """The sender filters shared by `/api/senders`, `/api/domains`, `/api/volume` and `/api/export.csv`.
 
 One frozen value built from query parameters, so a page and its export can never disagree. Hidden senders live in
-the browser and arrive as repeated `exclude=` parameters (a GET: no body, so the CSRF rules for writes stay as
-they are); they leave the totals as well as the rows.
+the browser and arrive as repeated `exclude=` parameters (at most 200) or as `hidden=`, the id of a set the page
+registered with `POST /api/hidden` (any number); they leave the totals as well as the rows.
 """
 
 from __future__ import annotations
@@ -10,8 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Query
+from fastapi import Depends, Query, Request
 from pydantic import StringConstraints
+
+from shared.errors import ErrorKind
+from viewer.deps import viewer_state
+from viewer.errors import ApiError
+from viewer.hidden import ID_PATTERN, normalise
 
 MAX_EXCLUDED = 200
 MAX_QUERY = 200
@@ -37,7 +42,9 @@ class SenderFilter:
         return (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe, self.exclude)
 
 
-def _sender_filter(
+# `async` on purpose (pure parsing): a sync dependency would cost every polled request a threadpool hop.
+async def _sender_filter(
+    request: Request,
     q: Annotated[str, Query(max_length=MAX_QUERY, description="substring of address or name")] = "",
     domain: Annotated[str | None, Query(max_length=253, description="registrable domain, exactly")] = None,
     min_messages: Annotated[int, Query(ge=0, le=2**31, description="senders with at least this many")] = 0,
@@ -47,8 +54,16 @@ def _sender_filter(
         list[Annotated[str, StringConstraints(max_length=320)]],
         Query(max_length=MAX_EXCLUDED, description="hidden senders, one `exclude=` per sender"),
     ] = [],  # noqa: B006 - FastAPI copies defaults per request
+    hidden: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="a hidden-sender set registered with `POST /api/hidden`")
+    ] = None,
 ) -> SenderFilter:
-    excluded = tuple(sorted({e.strip().lower() for e in exclude if e.strip()}))
+    excluded = normalise(exclude)
+    if hidden is not None:
+        members = viewer_state(request).hidden.get(hidden)
+        if members is None:
+            raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that hidden set; send it again")
+        excluded = normalise((*excluded, *members)) if excluded else members
     return SenderFilter(
         q=q.replace("\x00", "").strip(),  # FTS5 refuses a NUL inside a phrase; no address or name holds one
         domain=domain.strip().lower() if domain is not None and domain.strip() else None,

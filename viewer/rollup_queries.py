@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, select, true
+from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, not_, select, true
 
 from shared.models import domain_months, domains, months, sender_months, senders
 from viewer.sender_queries import SortOrder, gmail_search_url
+from viewer.sql_lists import in_values
 
 _D = domains.c
 # SQLite's largest integer: `offset + limit` of a page far past the end must still bind (the API allows any int64).
@@ -129,7 +130,7 @@ def _hidden_by_domain(conn: Connection, exclude: tuple[str, ...]) -> dict[str, t
             func.sum(s.unread),
             func.sum(s.list_unsubscribe),
         )
-        .where(s.sender.in_(exclude))
+        .where(in_values(s.sender, exclude))
         .group_by(s.domain)
     )
     return {str(r[0]): (int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows}
@@ -144,7 +145,7 @@ def _adjusted(
     s = senders.c
     first, last = conn.execute(
         select(func.min(s.first_seen_unix), func.max(s.last_seen_unix)).where(
-            s.domain == row.domain, s.sender.not_in(exclude)
+            s.domain == row.domain, not_(in_values(s.sender, exclude))
         )
     ).one()
     left = row.mails_sent - mails
@@ -183,14 +184,14 @@ def domains_page(
     all_messages = conn.execute(select(func.coalesce(func.sum(_D.mails_sent), 0))).scalar_one()
     # Unaffected domains come straight off the sort's index; the few with hidden senders are recomputed and
     # merged in at their place, so order and paging stay exact.
-    unaffected = and_(condition, _D.domain.not_in(list(hidden))) if hidden else condition
+    unaffected = and_(condition, not_(in_values(_D.domain, hidden))) if hidden else condition
     stmt = select(*domains.c).where(unaffected).order_by(*ordering).limit(min(offset + limit, _SQLITE_MAX_INT))
     rows = [_domain_row(r) for r in conn.execute(stmt)]
     extra: list[DomainRow] = []
     gone = 0
     hidden_messages = sum(h[1] for h in hidden.values())
     if hidden:
-        for r in conn.execute(select(*domains.c).where(condition, _D.domain.in_(list(hidden)))):
+        for r in conn.execute(select(*domains.c).where(condition, in_values(_D.domain, hidden))):
             adjusted = _adjusted(conn, _domain_row(r), hidden[str(r[0])], exclude)
             if adjusted is None:
                 gone += 1
@@ -300,7 +301,7 @@ def _hidden_months(conn: Connection, exclude: tuple[str, ...], *, domain: str | 
     if not exclude:
         return []
     sm, s = sender_months.c, senders.c
-    stmt = select(sm.month, func.sum(sm.messages), func.sum(sm.bytes)).where(sm.sender.in_(exclude))
+    stmt = select(sm.month, func.sum(sm.messages), func.sum(sm.bytes)).where(in_values(sm.sender, exclude))
     if domain is not None:
-        stmt = stmt.where(sm.sender.in_(select(s.sender).where(s.domain == domain, s.sender.in_(exclude))))
+        stmt = stmt.where(sm.sender.in_(select(s.sender).where(s.domain == domain, in_values(s.sender, exclude))))
     return [(str(m), int(n), int(b)) for m, n, b in conn.execute(stmt.group_by(sm.month))]

@@ -5,9 +5,11 @@ Routes build these from the query dataclasses; nothing here reads the database o
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from viewer.hidden import MAX_HIDDEN
 
 # SQLite integers are signed 64-bit: anything larger cannot name a row and must not reach the driver.
 MAX_ID = 2**63 - 1
@@ -21,6 +23,14 @@ class LaunchBody(BaseModel):
     source: Literal["mbox", "gmail_api"] = Field(description="`mbox` imports `path`; `gmail_api` scans")
     path: str | None = Field(default=None, max_length=4096)
     resume_run_id: int | None = Field(default=None, ge=1, le=MAX_ID)
+
+
+class HiddenBody(BaseModel):
+    """`POST /api/hidden`: the page's hidden senders, registered once and then named by id in `hidden=`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    senders: list[Annotated[str, StringConstraints(max_length=320)]] = Field(max_length=MAX_HIDDEN)
 
 
 class _Out(BaseModel):
@@ -56,6 +66,11 @@ class SenderRowOut(SenderOut):
     )
     one_click: bool = Field(description="that target accepts RFC 8058 one-click (List-Unsubscribe-Post)")
     gmail_url: str = Field(description="a Gmail web search for mail from this sender")
+
+
+class HiddenOut(_Out):
+    hidden: str = Field(description="the set's id: pass it as `hidden=` to the senders, domains, volume and export")
+    count: int = Field(description="distinct hidden senders in the set (trimmed, lower-cased)")
 
 
 class SendersOut(_Out):

@@ -1,7 +1,8 @@
 """The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
 
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
-`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan.
+`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one is
+counted by `viewer.short_search` (one bounded scan) and paged from what it found.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
+from viewer.short_search import Match, among
+from viewer.sql_lists import in_values
 
 _S = senders.c
 # Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).
@@ -145,7 +148,7 @@ def where(f: SenderFilter) -> ColumnElement[bool]:
         known = or_(_S.unsubscribe_web.is_not(None), _S.unsubscribe_mailto.is_not(None))
         parts.append(known if f.has_unsubscribe else not_(known))
     if f.exclude:
-        parts.append(_S.sender.not_in(f.exclude))
+        parts.append(not_(in_values(_S.sender, f.exclude)))
     return and_(true(), *parts)
 
 
@@ -182,10 +185,18 @@ def senders_page(
     offset: int,
     limit: int,
     known: tuple[int, int] | None = None,
+    match: Match | None = None,
 ) -> SendersPage:
-    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter)."""
+    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter), and
+    `match` what `short_search.match` found for this filter (a short search)."""
     condition = where(f)
-    if known is not None:
+    if match is not None:
+        if match.total == 0:
+            return SendersPage(0, 0, [])
+        total, messages = match.total, match.messages
+        if match.ids is not None:  # few: sort just those rows, never walk an index looking for them
+            condition = among(match.ids)
+    elif known is not None:
         total, messages = known
     else:
         total, messages = conn.execute(
@@ -210,7 +221,7 @@ def excluded_sums(conn: Connection, exclude: tuple[str, ...]) -> tuple[int, int]
     if not exclude:
         return 0, 0
     count, messages = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(_S.sender.in_(exclude))
+        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(in_values(_S.sender, exclude))
     ).one()
     return int(count), int(messages)
 

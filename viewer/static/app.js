@@ -9,7 +9,8 @@ import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImp
 import { loadHistory, loadLog } from "./history.js";
 import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
-import { excludeTooLong, loadTable, wireTable } from "./table.js";
+import { withHidden } from "./hidden.js";
+import { loadTable, wireTable } from "./table.js";
 import { $, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
@@ -37,9 +38,7 @@ function renderDbProblem(kind, detail) {
 
 async function loadVolume() {
   try {
-    const params = new URLSearchParams();
-    if (!excludeTooLong()) for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
-    const volume = await volumeChannel.get(`/api/volume${params.size ? `?${params}` : ""}`);
+    const volume = await withHidden(new URLSearchParams(), (params) => volumeChannel.get(`/api/volume${params.size ? `?${params}` : ""}`));
     if (volume === null) return;
     lastVolume = volume;
     lastVolumeAt = Date.now();

@@ -1,11 +1,46 @@
-// Hidden senders: kept in this browser only (localStorage), sent to the API as `exclude` so they leave totals,
-// paging and the export; each Hide offers Undo at once, and the Hidden list can unhide any of them.
+// Hidden senders: kept in this browser only (localStorage), registered with the viewer as one set (`POST
+// /api/hidden`) and named by its id (`hidden=`), so any number of them leave totals, paging, the domain view, the
+// chart and the export; each Hide offers Undo at once, and the Hidden list can unhide any of them.
 
+import { api } from "./api.js";
 import { saveHidden, state } from "./state.js";
 import { loadTable } from "./table.js";
 import { $, el, fmt } from "./util.js";
 
 let undoTimer = null;
+let registered = { key: null, id: null };
+
+// The id of the current hidden set, registering it when it changed; null when nothing is hidden.
+async function hiddenId() {
+  if (!state.hidden.size) return null;
+  const senders = [...state.hidden].sort();
+  const key = senders.join("\n");
+  if (registered.key !== key) {
+    const answer = await api("/api/hidden", { body: { senders } });
+    registered = { key, id: answer.hidden };
+  }
+  return registered.id;
+}
+
+/**
+ * Runs `request(params)` with the hidden set in `params` (as `hidden=`). A viewer that no longer holds the set
+ * (it restarted) answers `hidden_unknown`: the set is sent again and the request repeated once.
+ */
+export async function withHidden(params, request) {
+  const attempt = async () => {
+    const id = await hiddenId();
+    const mine = new URLSearchParams(params);
+    if (id) mine.set("hidden", id);
+    return request(mine);
+  };
+  try {
+    return await attempt();
+  } catch (err) {
+    if (!err || err.kind !== "hidden_unknown") throw err;
+    registered = { key: null, id: null };
+    return attempt();
+  }
+}
 
 function changed() {
   saveHidden();

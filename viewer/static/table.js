@@ -1,10 +1,11 @@
 // The sender and domain tables: server-side paging, sorting, search, presets and hidden senders (kept in this
-// browser, sent as `exclude` so they leave totals and paging too). Only the newest answer is ever drawn.
+// browser, sent as a registered set, `hidden=`, so they leave totals and paging too). Only the newest answer is
+// ever drawn.
 
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
-import { hide, unhide, wireHidden } from "./hidden.js";
-import { notice, showFailure, showMessage } from "./messages.js";
+import { hide, unhide, wireHidden, withHidden } from "./hidden.js";
+import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
 import { $, bytes, date, el, fmt, percent, store } from "./util.js";
 
@@ -49,20 +50,7 @@ export function filterParams() {
   if (t.q) params.set("q", t.q);
   for (const [k, v] of Object.entries(PRESETS[t.preset].filters)) params.set(k, String(v));
   if (t.domain && state.view === "senders") params.set("domain", t.domain);
-  if (!excludeTooLong()) for (const sender of [...state.hidden].sort()) params.append("exclude", sender);
   return params;
-}
-
-// The API takes at most 200 `exclude=` values, and a request line has to stay well under the server's limit
-// (h11 refuses heads over 16 KiB).
-const MAX_EXCLUDED = 200;
-const MAX_EXCLUDE_CHARS = 8000;
-
-export function excludeTooLong() {
-  if (state.hidden.size > MAX_EXCLUDED) return true;
-  let length = 0;
-  for (const sender of state.hidden) length += encodeURIComponent(sender).length + 9;
-  return length > MAX_EXCLUDE_CHARS;
 }
 
 export function safeLink(raw, schemes) {
@@ -98,11 +86,15 @@ export async function loadTable() {
   params.set("offset", String(t.offset));
   params.set("limit", String(t.limit));
   const path = state.view === "domains" ? "/api/domains" : "/api/senders";
-  const exportParams = filterParams();
-  $("export").href = `/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`;
   let page;
   try {
-    page = await channel.get(`${path}?${params}`);
+    page = await withHidden(params, (mine) => {
+      // The export link names the same hidden set as the page it was built with.
+      const exportParams = filterParams();
+      if (mine.has("hidden")) exportParams.set("hidden", mine.get("hidden"));
+      $("export").href = `/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`;
+      return channel.get(`${path}?${mine}`);
+    });
   } catch (err) {
     showFailure("table-message", err, { scroll: false }); // keep the rows we have; say why they are not fresh
     return;
@@ -110,10 +102,6 @@ export async function loadTable() {
   if (page === null) return; // a newer request replaced this one
   if (page.senders && page.senders.length && "gmail_url" in page.senders[0]) state.nameSort = true;
   $("table-message").replaceChildren();
-  if (excludeTooLong()) {
-    // Said, not hidden: the totals below still include the hidden senders until some are unhidden.
-    showMessage("table-message", `${fmt(state.hidden.size)} hidden senders are too many to leave the totals; they are only left out of the rows. Unhide some under Hidden.`, "info", "", { scroll: false });
-  }
   state.lastPage = page;
   state.lastTableRefresh = Date.now();
   renderTable(page);
@@ -181,7 +169,7 @@ export function renderTable(page) {
 }
 
 function renderTiles(page) {
-  const hiddenNote = state.hidden.size && !excludeTooLong() ? `without ${fmt(state.hidden.size)} hidden` : "";
+  const hiddenNote = state.hidden.size ? `without ${fmt(state.hidden.size)} hidden` : "";
   $("tile-messages").textContent = fmt(page.total_messages);
   $("tile-messages-sub").textContent = hiddenNote;
   if (state.view === "domains") return; // a domain page has no sender totals: keep the last ones

@@ -1,0 +1,80 @@
+"""More than 200 hidden senders in Debian's chromium: 1,050 hidden (kept in localStorage) leave the tiles, the
+range and paging, the domain view and the export, and one more Hide and its Undo still count. Before this, past 200
+the page only hid rows and said the totals still included them. Screenshot: tests/artifacts/hidden-1050-*.png."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, expect
+
+from tests.browser_support import browser, new_page, serve, shoot
+from tests.viewer_support import make_settings, seed
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DAY = 1_700_000_000
+# sender i: 1 + i % 3 messages, in domain d{i // 100}; the first 1,050 (d0-d9 entirely, half of d10) are hidden.
+ROWS: list[tuple[Any, ...]] = [
+    (f"u{i:04d}@d{i // 100}.example", f"Person {i:04d}", 1 + i % 3, DAY + i, DAY + i, 100, 0, 0) for i in range(1300)
+]
+HIDDEN = [r[0] for r in ROWS[:1050]]
+LEFT = ROWS[1050:]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    with browser() as instance:
+        yield instance
+
+
+@pytest.fixture(autouse=True)
+def _patient_expect() -> None:
+    expect.set_options(timeout=20_000)
+
+
+@pytest.fixture
+def site(tmp_path: Path, db_path: Path) -> Iterator[str]:
+    seed(db_path, ROWS)
+    with serve(make_settings(tmp_path)) as url:
+        yield url
+
+
+def test_over_a_thousand_hidden_senders_leave_totals_paging_domains_and_export(chromium: Browser, site: str) -> None:
+    page, console = new_page(chromium)
+    page.goto(site)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    page.evaluate(f"localStorage.setItem('gmail-stats.hidden', {json.dumps(json.dumps(HIDDEN))})")
+    page.reload()
+    messages = sum(r[2] for r in LEFT)
+    expect(page.locator("#range")).to_have_text("1\u201350 of 250 senders")
+    expect(page.locator("#tile-senders")).to_have_text("250")
+    expect(page.locator("#tile-messages")).to_have_text(f"{messages:,}")
+    expect(page.locator("#tile-senders-sub")).to_have_text("without 1,050 hidden")
+    expect(page.locator("#table-message")).to_have_text("")  # no "too many to leave the totals" any more
+    shown = page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
+    assert not set(shown) & set(HIDDEN)
+    page.click("#next")
+    expect(page.locator("#range")).to_have_text("51\u2013100 of 250 senders")
+    shoot(page, "hidden-1050-senders")
+
+    href = page.locator("#export").get_attribute("href")
+    assert href is not None and re.search(r"hidden=[0-9a-f]{32}", href)
+    exported = page.request.get(site.rstrip("/") + href).text().splitlines()
+    assert len(exported) == 1 + 250
+
+    page.locator("#rows tr").first.get_by_role("button", name=re.compile("^Hide")).click()
+    expect(page.locator("#tile-senders")).to_have_text("249")
+    page.locator("#undo").get_by_role("button", name="Undo").click()
+    expect(page.locator("#tile-senders")).to_have_text("250")
+
+    page.click("#view-domains")
+    expect(page.locator("#range")).to_have_text("1\u20133 of 3 domains")  # d0-d9 have nobody left
+    shoot(page, "hidden-1050-domains")
+    page.evaluate("localStorage.clear()")
+    assert console.problems == []
