@@ -10,7 +10,7 @@ RESUME ?=
 # `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run.
 RESUME_FLAG = $(if $(RESUME),--resume $(RESUME))
 
-.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import
+.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs
 
 install: $(RUNTIME)
 	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
@@ -64,3 +64,7 @@ scan: secrets
 
 import:
 	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)
+
+# The runs and their warnings, newest first, read from the stack's database volume (nothing is written).
+runs:
+	docker compose run --rm --no-deps ingester runs --verbose

@@ -30,6 +30,11 @@ def scan_command(style: CommandStyle = CommandStyle.CLI) -> str:
     return "make scan" if style == CommandStyle.MAKE else "gmail-stats scan"
 
 
+def runs_command(style: CommandStyle = CommandStyle.CLI) -> str:
+    """The command that lists the runs with their warnings and errors (what to read when the page cannot)."""
+    return "make runs" if style == CommandStyle.MAKE else "gmail-stats runs --verbose"
+
+
 def resume_command(
     *,
     source: str,

@@ -65,6 +65,7 @@ def test_the_import_card_names_the_host_folder_and_make_under_docker(tmp_path: P
         ],
         "import_command": "make import MBOX=path/to/file.mbox",
         "scan_command": "make scan",
+        "runs_command": "make runs",
     }
 
 
@@ -79,7 +80,19 @@ def test_the_import_card_names_the_viewers_folder_and_the_cli_without_docker(tmp
         "files": [{"path": "All mail.mbox", "size": size, "mtime_unix": mtime, "command": command}],
         "import_command": "gmail-stats import path/to/file.mbox",
         "scan_command": "gmail-stats scan",
+        "runs_command": "gmail-stats runs --verbose",
     }
+
+
+@pytest.mark.parametrize(("style", "runs"), [("make", "make runs"), ("cli", "gmail-stats runs --verbose")])
+def test_an_unreadable_database_names_the_persons_runs_command(tmp_path: Path, style: str, runs: str) -> None:
+    (tmp_path / "stats.db").write_bytes(b"this is not a database" * 1000)
+    with viewer(make_settings(tmp_path, command_style=style)) as client:
+        answer = client.get("/api/senders")
+    assert (answer.status_code, answer.json()) == (
+        503,
+        {"error": "db_unreadable", "message": f"the database could not be read; run `{runs}` in a terminal"},
+    )
 
 
 @pytest.mark.browser

@@ -21,7 +21,7 @@ from viewer.security import MAX_BODY_BYTES
 TOO_BIG = 2**63
 UNREADABLE = {
     "error": "db_unreadable",
-    "message": "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal",
+    "message": "the database holds data the viewer cannot read; run `gmail-stats runs --verbose` in a terminal",
 }
 
 
@@ -181,7 +181,7 @@ def test_a_file_that_is_not_a_database_is_a_503(tmp_path: Path, db_path: Path) -
         assert response.status_code == 503, response.request.url
         assert response.json() == {
             "error": "db_unreadable",
-            "message": "the database could not be read; run `gmail-stats runs` in a terminal",
+            "message": "the database could not be read; run `gmail-stats runs --verbose` in a terminal",
         }
 
 

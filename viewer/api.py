@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from shared.errors import RETRY_WARNING_PREFIX, ErrorKind
 from shared.lock import is_lock_held
 from shared.models import RunState
-from shared.resume import import_command, scan_command
+from shared.resume import import_command, runs_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
@@ -364,6 +364,7 @@ def imports(settings: SettingsDep) -> ImportsOut:
         files=files,
         import_command=import_command(path="path/to/file.mbox", style=style),
         scan_command=scan_command(style),
+        runs_command=runs_command(style),
     )
 
 

@@ -103,7 +103,7 @@ def create_app(
         cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
         hidden=HiddenSets(),
     )
-    install_error_handlers(app)
+    install_error_handlers(app, style=settings.command_style)
     app.include_router(router)
 
     @app.get("/", include_in_schema=False)

@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.errors import ErrorKind, GmailStatsError
+from shared.resume import CommandStyle, runs_command
 
 log = logging.getLogger("viewer")
 
@@ -49,6 +50,10 @@ class ApiError(GmailStatsError):
         self.extra = extra
 
 
+# Stands in messages for the command that lists runs; the handler writes the person's form (`runs_command`).
+RUNS_COMMAND = "{runs}"
+
+
 def error_body(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": kind, "message": message, **extra}
 
@@ -62,9 +67,7 @@ def from_database_error(exc: BaseException) -> ApiError:
         return ApiError(503, ErrorKind.BUSY, "the database is busy (an ingester is writing); retrying shortly")
     if name.startswith("SQLITE_CANTOPEN"):
         return ApiError(503, ErrorKind.BUSY, "the database could not be opened just now; retrying shortly")
-    return ApiError(
-        503, ErrorKind.DB_UNREADABLE, "the database could not be read; run `gmail-stats runs` in a terminal"
-    )
+    return ApiError(503, ErrorKind.DB_UNREADABLE, f"the database could not be read; run `{RUNS_COMMAND}` in a terminal")
 
 
 def from_bad_contents(exc: Exception) -> ApiError:
@@ -73,14 +76,18 @@ def from_bad_contents(exc: Exception) -> ApiError:
     return ApiError(
         503,
         ErrorKind.DB_UNREADABLE,
-        "the database holds data the viewer cannot read; run `gmail-stats runs` in a terminal",
+        f"the database holds data the viewer cannot read; run `{RUNS_COMMAND}` in a terminal",
     )
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, *, style: CommandStyle) -> None:
+    """Every error answer has the one shape; commands in messages are the person's own (`make …` under Docker)."""
+    runs = runs_command(style)
+
     async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
-        return JSONResponse(error_body(exc.kind, exc.message, **exc.extra), status_code=exc.status)
+        message = exc.message.replace(RUNS_COMMAND, runs)
+        return JSONResponse(error_body(exc.kind, message, **exc.extra), status_code=exc.status)
 
     async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

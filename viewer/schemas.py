@@ -189,6 +189,7 @@ class ImportsOut(_Out):
     files: list[ImportFileOut]
     import_command: str = Field(description="the import command with a placeholder path, before a file is picked")
     scan_command: str = Field(description="the terminal command that scans Gmail (`make scan` under Docker)")
+    runs_command: str = Field(description="the terminal command that lists runs with their errors (`make runs`)")
 
 
 class LaunchedOut(_Out):

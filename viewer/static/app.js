@@ -29,7 +29,7 @@ function renderDbProblem(kind, detail) {
   box.classList.toggle("hidden", !problem);
   if (!problem) return false;
   $("db-problem-title").textContent = problem[0];
-  richText($("db-problem-text"), problem[1]);
+  richText($("db-problem-text"), problem[1].replace("{runs}", state.runsCommand));
   if (detail) $("db-problem-text").append(el("span", { cls: "error-text", text: ` (${detail})` }));
   for (const id of ["stats", "onboarding", "progress", "run-banner", "mixed"]) $(id).classList.add("hidden");
   $("freshness").textContent = "";

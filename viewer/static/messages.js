@@ -95,6 +95,6 @@ export const DB_PROBLEMS = {
   ],
   db_unreadable: [
     "The database file could not be read.",
-    "It may be damaged or not a gmail-stats database. Nothing was changed. Run `gmail-stats runs` in a terminal to see the error.",
+    "It may be damaged or not a gmail-stats database. Nothing was changed. Run `{runs}` in a terminal to see the error.",
   ],
 };

@@ -39,6 +39,7 @@ export async function loadImports() {
   }
   state.imports = body.files;
   state.importCommand = body.import_command;
+  state.runsCommand = body.runs_command;
   $("scan-command").textContent = body.scan_command;
   $("import-dir").textContent = body.import_dir;
   const select = $("import-file");

@@ -20,6 +20,7 @@ export const state = {
   lastPage: null,
   imports: null,
   importCommand: "", // the server writes every terminal command (under Docker: `make …` with host paths)
+  runsCommand: "gmail-stats runs --verbose", // until /api/imports answers with the server's form
   logOpen: false,
   pollDelay: 1000,
   pollTimer: null,
