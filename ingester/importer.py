@@ -29,8 +29,8 @@ from shared.runs import Run
 from shared.timeutil import Clock
 
 # A commit covers at least this many records or this much time (heartbeats need one every 2 s at most).
-BATCH_RECORDS = 5000
-BATCH_SECONDS = 0.5
+BATCH_RECORDS = 20000
+BATCH_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
