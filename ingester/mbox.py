@@ -11,7 +11,14 @@ import re
 from collections.abc import Iterator
 from typing import BinaryIO, NamedTuple
 
-from shared.mbox_format import SEPARATOR, SEPARATOR_WINDOW, SUSPECT_SEPARATOR, separator_date
+from shared.mbox_format import (
+    SEPARATOR,
+    SEPARATOR_WINDOW,
+    SUSPECT_SEPARATOR,
+    separator_date,
+    separator_zone,
+    zone_offset,
+)
 
 CHUNK_BYTES = 1024 * 1024
 # A header block longer than this is truncated (framing is unaffected); Takeout header blocks are a few KB.
@@ -36,6 +43,15 @@ class Postmark(NamedTuple):
     def date_unix(self) -> int | None:
         match = SEPARATOR.match(self.line)
         return separator_date(match) if match is not None else None
+
+    @property
+    def zone_note(self) -> str | None:
+        """What to warn when the date's zone is a name we do not know (the date is then read as UTC)."""
+        match = SEPARATOR.match(self.line)
+        zone = separator_zone(match) if match is not None else b""
+        if not zone or zone_offset(zone) is not None:
+            return None
+        return f"separator time zone {zone.decode('ascii', 'replace')!r} unknown; its date read as UTC"
 
     @property
     def gmail_id(self) -> str | None:

@@ -117,6 +117,9 @@ def judge_region(
         if fields.date is not None:
             warnings.append(f"bytes {region.start}-{region.end}: Date header unreadable or implausible")
         date_unix = plausible_unix(region.postmark.date_unix, now=now)
+        note = region.postmark.zone_note if date_unix is not None else None
+        if note is not None:
+            warnings.append(f"bytes {region.start}-{region.end}: {note}")
     # Positional `_make`: this runs once per message, and the keyword constructor is several times slower.
     return MailRecord._make(
         (

@@ -225,3 +225,21 @@ def test_odd_labels_warn_with_their_offset_and_still_count(tmp_path: Path, db_pa
         f"bytes {start}-{end}: X-Gmail-Labels header: broken encoded-word (charset 'utf-7'); read as is",
         f"bytes {end}-{end + len(spam)}: X-Gmail-Labels header: control characters in label names; read as is",
     ]
+
+
+@pytest.mark.parametrize(
+    ("zone", "expected_unix", "note"),
+    [
+        (b"MEST", 886986334 - 7200, None),
+        (b"-0400", 886986334 + 4 * 3600, None),
+        (b"XYZT", 886986334, "separator time zone 'XYZT' unknown; its date read as UTC"),
+    ],
+)
+def test_separator_date_fallback_applies_named_zones(zone: bytes, expected_unix: int, note: str | None) -> None:
+    data = b"From bob@example.com Wed Feb  9 01:05:34 1998 " + zone + b"\nFrom: a@b.c\nDate: nonsense\n\nx\n"
+    (region,) = iter_regions(io.BytesIO(data))
+    warnings: list[str] = []
+    record = judge_region(region, include_spam_trash=False, warnings=warnings, now=2e9)
+    assert isinstance(record, MailRecord) and record.date_unix == expected_unix
+    unreadable = f"bytes 0-{len(data)}: Date header unreadable or implausible"
+    assert warnings == [unreadable] + ([f"bytes 0-{len(data)}: {note}"] if note else [])
