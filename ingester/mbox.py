@@ -84,7 +84,8 @@ class _Separator(NamedTuple):
 
 
 def parse_postmark(match: re.Match[bytes]) -> Postmark:
-    return Postmark(envelope=match.group(1), line=match.group(0))
+    envelope, line = match.group(1, 0)
+    return Postmark(envelope, line)
 
 
 class _Window:
@@ -181,7 +182,7 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
     if window.base + len(window.data) < start + 2:
         window.ensure(start + 2, keep_from=start)
     rel = start - window.base
-    if window.data.startswith(b"\n", rel) or window.data.startswith(b"\r\n", rel):
+    if window.data.startswith((b"\n", b"\r\n"), rel):
         return b"", None
     cap = start + HEADER_CAP_BYTES
     scan_from = start - 1  # a `\nFrom ` may begin with the separator line's own newline
