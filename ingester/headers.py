@@ -148,25 +148,31 @@ def parse_date(value: str | None) -> int | None:
     match = _COMMON_DATE.match(value)
     if match is not None:
         day, mon, year, hour, minute, second, sign, zh, zm = match.groups()
-        month = MONTHS.get(mon.lower())
-        if month is not None and 1 <= int(day) <= 31 and int(hour) < 24 and int(minute) < 60:
-            offset = (int(zh) * 3600 + int(zm) * 60) * (1 if sign == "+" else -1)
-            midnight = _midnight_unix(int(year), month, int(day))
+        fast, midnight = _day_start(year, mon, day)
+        h, m = int(hour), int(minute)
+        if fast and h < 24 and m < 60:
             if midnight is None:
                 return None
-            base = midnight + int(hour) * 3600 + int(minute) * 60 + int(second or 0)
-            date_unix = base - offset
+            offset = (int(zh) * 3600 + int(zm) * 60) * (1 if sign == "+" else -1)
+            date_unix = midnight + h * 3600 + m * 60 + int(second or 0) - offset
             return date_unix if date_unix >= EARLIEST_PLAUSIBLE_UNIX else None
     return plausible_unix(_stdlib_date(value[:_DATE_LIMIT]), now=None)
 
 
 @lru_cache(maxsize=4096)
-def _midnight_unix(year: int, month: int, day: int) -> int | None:
-    """Unix seconds of a UTC day's start (None for a day that does not exist); cached, as mail clusters in days."""
+def _day_start(year: str, mon: str, day: str) -> tuple[bool, int | None]:
+    """(whether the fast path reads this day, Unix seconds of its UTC start or None when it does not exist).
+
+    Cached on the matched text, as a mailbox's dates cluster in days; an unknown month name or a day outside
+    1-31 goes to the stdlib parser instead.
+    """
+    month = MONTHS.get(mon.lower())
+    if month is None or not 1 <= int(day) <= 31:
+        return False, None
     try:
-        return calendar.timegm((year, month, day, 0, 0, 0))
+        return True, calendar.timegm((int(year), month, int(day), 0, 0, 0))
     except (ValueError, OverflowError):
-        return None
+        return True, None
 
 
 def _stdlib_date(value: str) -> int | None:
