@@ -28,9 +28,11 @@ from shared.models import Source
 from shared.runs import Run
 from shared.timeutil import Clock
 
-# A commit covers at least this many records or this much time (heartbeats need one every 2 s at most).
-BATCH_RECORDS = 5000
-BATCH_SECONDS = 0.5
+# A commit covers at least this many records or this much time (heartbeats need one every 2 s at most). Each
+# commit upserts every sender of its batch once, into a table with seven indexes: 20,000 records (the store's
+# chunk) per commit took about a sixth off the write step's CPU against 5,000; larger batches gain nothing more.
+BATCH_RECORDS = 20000
+BATCH_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)

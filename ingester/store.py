@@ -142,11 +142,11 @@ class _SenderDelta:
     one_click: bool = False
 
     def add(self, record: MailRecord) -> None:
-        date = record.date_unix
+        _, _, _, _, name, date, size, _, unread, lu, web, mailto, one_click = record
         self.mails_sent += 1
-        self.bytes += record.size_bytes
-        self.unread += record.unread
-        self.list_unsubscribe += record.list_unsubscribe
+        self.bytes += size
+        self.unread += unread
+        self.list_unsubscribe += lu
         if date is not None:
             first, last = self.first_seen_unix, self.last_seen_unix
             if first is None or date < first:
@@ -154,18 +154,17 @@ class _SenderDelta:
             if last is None or date > last:
                 self.last_seen_unix = date
         stamp = date if date is not None else -1
-        name = record.display_name
         if name and (not self.display_name or stamp >= (self.display_name_unix or -1)):
             self.display_name = name
             self.display_name_unix = date
-        if (record.unsubscribe_web or record.unsubscribe_mailto) and (
+        if (web or mailto) and (
             (self.unsubscribe_web is None and self.unsubscribe_mailto is None)
             or stamp >= (self.unsubscribe_unix if self.unsubscribe_unix is not None else -1)
         ):
-            self.unsubscribe_web = record.unsubscribe_web
-            self.unsubscribe_mailto = record.unsubscribe_mailto
+            self.unsubscribe_web = web
+            self.unsubscribe_mailto = mailto
             self.unsubscribe_unix = date
-            self.one_click = record.one_click
+            self.one_click = one_click
 
     def row(self, sender: str, domain: str) -> tuple[object, ...]:
         return (
@@ -275,7 +274,7 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
     seen_tail, uncounted_tail = (str(source), run_id, 1), (str(source), run_id, 0)
     append, add_known = rows.append, known_ids.add
     for record in records:
-        mail_id, rfc_message_id, gmail_id, sender, _name, date, size, labels, unread, lu = record[:10]
+        mail_id, rfc_message_id, gmail_id, sender, _, date, size, labels, unread, lu, _, _, _ = record
         if mail_id in known_ids:
             duplicates += 1
             continue

@@ -15,10 +15,10 @@ from shared.normalize import (
     ADDRESS_PARSE_LIMIT,
     SenderIdentity,
     cached_sender,
+    decode_labels,
     is_excluded,
     is_unread,
     normalize_message_id,
-    parse_labels,
     parse_sender,
 )
 from shared.timeutil import FUTURE_SLACK_SECONDS, plausible_unix
@@ -39,6 +39,7 @@ class LabelFacts:
     spam_or_trash: bool  # excluded by default (Chat included: it is excluded either way)
     chat: bool
     unread: bool
+    problem: str | None = None  # what was odd about the value (`Labels.problem`); the facts are a best effort
 
 
 def label_facts(value: str | None) -> LabelFacts:
@@ -54,12 +55,14 @@ def _cached_label_facts(value: str | None) -> LabelFacts:
 
 
 def _label_facts(value: str | None) -> LabelFacts:
-    labels = parse_labels(value) if value else ()
+    decoded = decode_labels(value) if value else None
+    labels = decoded.names if decoded is not None else ()
     return LabelFacts(
         joined=",".join(labels),
         spam_or_trash=is_excluded(labels, include_spam_trash=False),
         chat=is_excluded(labels, include_spam_trash=True),
         unread=is_unread(labels),
+        problem=decoded.problem if decoded is not None else None,
     )
 
 
@@ -81,6 +84,8 @@ def judge_region(
         if raw_labels is None or len(raw_labels) <= ADDRESS_PARSE_LIMIT
         else _label_facts(raw_labels)
     )
+    if labels.problem is not None:
+        warnings.append(f"bytes {region.start}-{region.end}: X-Gmail-Labels header: {labels.problem}; read as is")
     if labels.chat or (labels.spam_or_trash and not include_spam_trash):  # Chat is never mail
         return Skip.EXCLUDED
     if fields.oversized:
@@ -112,6 +117,9 @@ def judge_region(
         if fields.date is not None:
             warnings.append(f"bytes {region.start}-{region.end}: Date header unreadable or implausible")
         date_unix = plausible_unix(region.postmark.date_unix, now=now)
+        note = region.postmark.zone_note if date_unix is not None else None
+        if note is not None:
+            warnings.append(f"bytes {region.start}-{region.end}: {note}")
     # Positional `_make`: this runs once per message, and the keyword constructor is several times slower.
     return MailRecord._make(
         (

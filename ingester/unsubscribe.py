@@ -43,6 +43,8 @@ def _clean(uri: str) -> str | None:
 
 
 def _web(uri: str) -> str | None:
+    if uri[:5].lower() != "http:" and uri[:6].lower() != "https:":
+        return None  # `urlsplit` costs microseconds, and most targets of a message are `mailto:`
     try:
         parts = urlsplit(uri)
         host = parts.hostname

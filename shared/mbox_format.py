@@ -40,8 +40,35 @@ _MONTHS = {
 _ARCHIVES = ((b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip/tgz archive"), (b"BZh", "a bzip2 archive"))
 
 
+# Named zones as mail software writes them in separators, in hours east of UTC: RFC 5322's obsolete zones (section
+# 4.3, which takes CST as US Central) and common European, Asian and Pacific names (BST is British Summer Time).
+# Ambiguous names (IST, AST) are left out: an unknown name reads as UTC, and the importer warns.
+ZONE_HOURS: dict[bytes, float] = {
+    b"UT": 0, b"UTC": 0, b"GMT": 0, b"Z": 0, b"WET": 0,
+    b"EST": -5, b"EDT": -4, b"CST": -6, b"CDT": -5, b"MST": -7, b"MDT": -6, b"PST": -8, b"PDT": -7,
+    b"AKST": -9, b"AKDT": -8, b"HST": -10, b"NST": -3.5, b"NDT": -2.5,
+    b"BST": 1, b"WEST": 1, b"CET": 1, b"MET": 1, b"MEZ": 1, b"CEST": 2, b"MEST": 2, b"MESZ": 2,
+    b"EET": 2, b"EEST": 3, b"MSK": 3,
+    b"HKT": 8, b"SGT": 8, b"AWST": 8, b"JST": 9, b"KST": 9, b"ACST": 9.5, b"AEST": 10, b"AEDT": 11,
+    b"NZST": 12, b"NZDT": 13,
+}  # fmt: skip
+
+
+def zone_offset(zone: bytes) -> int | None:
+    """Seconds east of UTC of a separator's zone (`+0200`, `-0430`, `MEST`); None for a name not in `ZONE_HOURS`."""
+    if zone[:1] in (b"+", b"-") and len(zone) == 5 and zone[1:].isdigit():
+        return (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60) * (1 if zone[:1] == b"+" else -1)
+    hours = ZONE_HOURS.get(zone.upper())
+    return None if hours is None else int(hours * 3600)
+
+
+def separator_zone(match: re.Match[bytes]) -> bytes:
+    """The zone a `SEPARATOR` match names (before or after the year), or b"" when it has none."""
+    return match["zone"] or match["zone_after"] or b""
+
+
 def separator_date(match: re.Match[bytes]) -> int | None:
-    """Unix seconds of a `SEPARATOR` match's date (numeric zones applied, named ones taken as UTC), or None."""
+    """Unix seconds of a `SEPARATOR` match's date (zone applied; no zone or an unknown name: UTC), or None."""
     month = _MONTHS.get(match["mon"].lower())
     if month is None:
         return None
@@ -50,10 +77,8 @@ def separator_date(match: re.Match[bytes]) -> int | None:
         date_unix = calendar.timegm((*fields, int(match["second"] or 0)))
     except (ValueError, OverflowError):
         return None
-    zone = match["zone"] or match["zone_after"] or b""
-    if zone[:1] in (b"+", b"-"):
-        date_unix -= (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60) * (1 if zone[:1] == b"+" else -1)
-    return date_unix
+    zone = separator_zone(match)
+    return date_unix - (zone_offset(zone) or 0) if zone else date_unix
 
 
 class NotMbox(StrEnum):

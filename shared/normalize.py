@@ -100,19 +100,41 @@ def normalize_message_id(value: str) -> str | None:
     return text or None
 
 
-def parse_labels(value: str) -> tuple[str, ...]:
-    """`X-Gmail-Labels` as a tuple of label names (comma-separated, possibly RFC 2047-encoded)."""
+@dataclass(frozen=True, slots=True)
+class Labels:
+    """The label names of an `X-Gmail-Labels` value; `problem` says what was odd (the names are a best effort)."""
+
+    names: tuple[str, ...]
+    problem: str | None = None
+
+
+# C0 controls (tab aside) and DEL: Takeout never writes them into a label name.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def decode_labels(value: str) -> Labels:
+    """`X-Gmail-Labels` (comma-separated, possibly RFC 2047-encoded) as names, with a note on anything odd."""
     return _cached_labels(value) if len(value) <= ADDRESS_PARSE_LIMIT else _labels(value)
 
 
+def parse_labels(value: str) -> tuple[str, ...]:
+    return decode_labels(value).names
+
+
 @lru_cache(maxsize=4096)
-def _cached_labels(value: str) -> tuple[str, ...]:
+def _cached_labels(value: str) -> Labels:
     return _labels(value)
 
 
-def _labels(value: str) -> tuple[str, ...]:
-    decoded = decode_rfc2047(value)
-    return tuple(label for label in (part.strip() for part in decoded.split(",")) if label)
+def _labels(value: str) -> Labels:
+    decoded = decode_words(value)
+    names = tuple(label for label in (part.strip() for part in decoded.text.split(",")) if label)
+    problem = decoded.problem
+    if problem is None and _CONTROL.search(decoded.text) is not None:
+        problem = "control characters in label names"
+    if problem is None and not names and value.strip():
+        problem = "no label name in it"
+    return Labels(names, problem)
 
 
 # Gmail's system labels as Takeout writes them; reserved names, so compared case-insensitively.

@@ -9,6 +9,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,15 @@ from ingester.mbox import Postmark, Region, iter_regions
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region, label_facts
 from shared.mbox_format import sniff_mbox
-from shared.normalize import SenderIdentity, decode_rfc2047, normalize_message_id, parse_labels, parse_sender
+from shared.normalize import (
+    Labels,
+    SenderIdentity,
+    decode_labels,
+    decode_rfc2047,
+    normalize_message_id,
+    parse_labels,
+    parse_sender,
+)
 from shared.rfc2047 import decode_words
 from tests.conftest import run_cli
 from tests.importing import query, senders_of
@@ -47,6 +56,7 @@ def test_text_decoders_never_raise(value: str) -> None:
     assert isinstance(decode_rfc2047(value), str)
     assert isinstance(parse_sender(value), SenderIdentity)
     assert isinstance(parse_labels(value), tuple)
+    assert isinstance(decode_labels(value), Labels)
     assert normalize_message_id(value) is None or isinstance(normalize_message_id(value), str)
     assert label_facts(value).joined is not None
     date = parse_date(value)
@@ -168,3 +178,68 @@ def test_poison_headers_in_the_gmail_scan_count_every_message(tmp_path: Path) ->
             ).fetchone()
         conn.close()
         assert dates == (0,)  # Gmail's own date stands in for the impossible ones
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("Inbox,Unread", Labels(("Inbox", "Unread"))),
+        (" Inbox , Important,,Category Promotions ", Labels(("Inbox", "Important", "Category Promotions"))),
+        ("=?UTF-8?Q?Caf=C3=A9?=,Inbox", Labels(("Café", "Inbox"))),
+        ("=?utf-7?B?K2dtQ?=,Inbox", Labels(("=?utf-7?B?K2dtQ?=", "Inbox"), "broken encoded-word (charset 'utf-7')")),
+        ("=?x-nope?Q?abc?=", Labels(("abc",), "unknown charset 'x-nope'")),
+        ("Inbox,Un\x00read", Labels(("Inbox", "Un\x00read"), "control characters in label names")),
+        (",,, ,", Labels((), "no label name in it")),
+        ("", Labels(())),
+    ],
+)
+def test_decode_labels_notes_what_is_odd(value: str, expected: Labels) -> None:
+    assert decode_labels(value) == expected
+
+
+def test_odd_labels_warn_with_their_offset_and_still_count(tmp_path: Path, db_path: Path) -> None:
+    def message(n: int, labels: bytes) -> bytes:
+        return (
+            b"From %d@xxx Fri Dec 04 20:33:24 +0000 2020\nX-Gmail-Labels: %s\nFrom: a@example.com\n"
+            b"Message-ID: <%d@x>\n\nbody\n" % (10**18 + n, labels, n)
+        )
+
+    fine = message(1, b"Inbox")
+    odd = message(2, b"=?utf-7?B?K2dtQ?=,Unread")
+    spam = message(3, b"Spam,\x01")
+    path = tmp_path / "labels.mbox"
+    path.write_bytes(fine + odd + spam)
+    result = run_cli("import", path, "--db", db_path)
+    assert result.returncode == 0, result.stderr
+    # Counted best-effort: the odd value still says Unread; the Spam one is still excluded.
+    assert query(db_path, "SELECT mail_id, labels, unread FROM seen_mails ORDER BY id") == [
+        ("mid:1@x", "Inbox", 0),
+        ("mid:2@x", "=?utf-7?B?K2dtQ?=,Unread", 1),
+    ]
+    ((state, outcome, excluded, count, tail),) = query(
+        db_path, "SELECT state, outcome, messages_excluded, warnings_count, warnings_tail FROM ingest_runs"
+    )
+    assert (state, outcome, excluded, count) == ("done", "complete", 1, 2)
+    start, end = len(fine), len(fine) + len(odd)
+    assert json.loads(tail) == [
+        f"bytes {start}-{end}: X-Gmail-Labels header: broken encoded-word (charset 'utf-7'); read as is",
+        f"bytes {end}-{end + len(spam)}: X-Gmail-Labels header: control characters in label names; read as is",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("zone", "expected_unix", "note"),
+    [
+        (b"MEST", 886986334 - 7200, None),
+        (b"-0400", 886986334 + 4 * 3600, None),
+        (b"XYZT", 886986334, "separator time zone 'XYZT' unknown; its date read as UTC"),
+    ],
+)
+def test_separator_date_fallback_applies_named_zones(zone: bytes, expected_unix: int, note: str | None) -> None:
+    data = b"From bob@example.com Wed Feb  9 01:05:34 1998 " + zone + b"\nFrom: a@b.c\nDate: nonsense\n\nx\n"
+    (region,) = iter_regions(io.BytesIO(data))
+    warnings: list[str] = []
+    record = judge_region(region, include_spam_trash=False, warnings=warnings, now=2e9)
+    assert isinstance(record, MailRecord) and record.date_unix == expected_unix
+    unreadable = f"bytes 0-{len(data)}: Date header unreadable or implausible"
+    assert warnings == [unreadable] + ([f"bytes 0-{len(data)}: {note}"] if note else [])

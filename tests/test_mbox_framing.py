@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingester.mbox import Region, iter_regions
+from shared.mbox_format import zone_offset
 
 SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"
 SEP_PLAIN = b"From MAILER-DAEMON Thu Jan  1 00:00:00 2020\n"
@@ -51,8 +52,11 @@ def test_separator_lines(line: bytes) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        (b"From bob@example.com Wed Feb  9 23:15 MET 2000", 950138100),  # named zones count as UTC
-        (b"From bob@example.com Wed Feb  9 01:05:34 1998 MEST", 886986334),
+        (b"From bob@example.com Wed Feb  9 23:15 MET 2000", 950138100 - 3600),
+        (b"From bob@example.com Wed Feb  9 01:05:34 1998 MEST", 886986334 - 7200),
+        (b"From bob@example.com Wed Feb  9 01:05:34 PST 1998", 886986334 + 8 * 3600),
+        (b"From bob@example.com Wed Feb  9 01:05:34 1998 XYZT", 886986334),  # unknown names read as UTC
+        (b"From bob@example.com Wed Feb  9 01:05:34 1998", 886986334),
         (b"From bob@example.com Wed Feb  9 12:30:05 2001 -0400", 981736205),
         (b"From alice at example.com  Tue Jul 10 11:29:44 2012", 1341919784),
     ],
@@ -61,6 +65,42 @@ def test_separator_dates(line: bytes, expected: int) -> None:
     (region,) = regions(line + b"\nFrom: a@b.c\n\n")
     assert region.postmark is not None
     assert region.postmark.date_unix == expected
+
+
+@pytest.mark.parametrize(
+    ("zone", "seconds_east"),
+    [
+        (b"+0000", 0),
+        (b"-0400", -4 * 3600),
+        (b"+0530", 5 * 3600 + 30 * 60),
+        (b"-0930", -(9 * 3600 + 30 * 60)),
+        (b"UTC", 0),
+        (b"GMT", 0),
+        (b"gmt", 0),
+        (b"EST", -5 * 3600),
+        (b"EDT", -4 * 3600),
+        (b"CST", -6 * 3600),
+        (b"PST", -8 * 3600),
+        (b"PDT", -7 * 3600),
+        (b"MET", 3600),
+        (b"CET", 3600),
+        (b"MEST", 2 * 3600),
+        (b"CEST", 2 * 3600),
+        (b"MESZ", 2 * 3600),
+        (b"BST", 3600),
+        (b"EEST", 3 * 3600),
+        (b"JST", 9 * 3600),
+        (b"ACST", 9 * 3600 + 30 * 60),
+        (b"NST", -(3 * 3600 + 30 * 60)),
+        (b"NZDT", 13 * 3600),
+        (b"IST", None),  # ambiguous: India, Ireland, Israel
+        (b"XYZT", None),
+        (b"+04", None),
+        (b"+04x0", None),
+    ],
+)
+def test_zone_offsets(zone: bytes, seconds_east: int | None) -> None:
+    assert zone_offset(zone) == seconds_east
 
 
 def test_real_world_separator_shapes_count_exactly() -> None:
