@@ -15,7 +15,8 @@ from ingester.settings import IngesterSettings
 from ingester.signals import ABORT_EXIT_CODE
 from shared.errors import HTTP_ERROR_KINDS, INGESTER_ERROR_KINDS, ErrorKind, GmailStatsError
 from tests.conftest import REPO_ROOT
-from viewer.api import router
+from viewer import api as data_api
+from viewer import run_api
 from viewer.settings import ViewerSettings
 
 DOCS = REPO_ROOT / "docs"
@@ -83,7 +84,8 @@ def test_docker_variables_are_the_ones_compose_reads_with_their_defaults() -> No
 
 def test_every_api_route_is_in_the_api_page() -> None:
     api = (DOCS / "api.md").read_text()
-    paths = {route.path for route in router.routes if isinstance(route, APIRoute)}
+    routes = [*data_api.router.routes, *run_api.router.routes]
+    paths = {route.path for route in routes if isinstance(route, APIRoute)}
     assert paths
     assert sorted(path for path in paths if f" {path}" not in api) == []
 

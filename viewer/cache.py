@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
+
 MAX_ENTRIES = 256
 
 
@@ -47,3 +49,11 @@ class ResponseCache:
     def clear(self) -> None:
         with self._guard:
             self._entries.clear()
+
+
+async def answer(cache: ResponseCache, key: Hashable, version: Hashable, compute: Callable[[], Any]) -> Any:
+    """A fresh cached answer straight from the event loop; a miss computes (reads the database) in the threadpool."""
+    found = cache.peek(key, version)
+    if found is None:
+        found = await run_in_threadpool(cache.get, key, version, compute)
+    return found

@@ -5,7 +5,7 @@ Routes build these from the query dataclasses; nothing here reads the database o
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -43,6 +43,14 @@ class ErrorOut(_Out):
     error: str
     message: str
     hint: str | None = None
+
+
+# Every route may answer with the error shape: 4XX for the request (including the guard's 403/413/415), 503 for
+# a database it cannot read right now. Declaring 422 here also replaces FastAPI's own `{"detail": ...}` schema.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorOut, "description": "the request was refused"},
+    503: {"model": ErrorOut, "description": "the database is busy, unreadable or too new"},
+}
 
 
 class SenderOut(_Out):
