@@ -6,36 +6,25 @@ The only place that catches `GmailStatsError`; every other module raises.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
-import os
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
-
 from ingester import run_request
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
+from ingester.read_commands import export_text, runs_text, write_atomically
 from ingester.report import make_reporter
 from ingester.session import ingest_session
 from ingester.settings import IngesterSettings
 from ingester.signals import cancel_on_signals
-from shared.db import reader_engine
 from shared.db_errors import SQLITE_FAILURES, database_error
-from shared.errors import DatabaseError, GmailStatsError, UsageError
-from shared.lock import is_lock_held
-from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
+from shared.errors import GmailStatsError, UsageError
 from shared.models import RunState, Source
 from shared.resume import CommandStyle, resume_command
-from shared.runs import Run, list_runs
 from shared.settings import flag_help
-from shared.summary import SENDER_COLUMNS, all_senders, summary_document
 from shared.timeutil import system_clock
 
 EXIT_OK = 0
@@ -273,102 +262,20 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     return _report(result, quiet=args.quiet)
 
 
-def _open_for_reading(settings: IngesterSettings) -> Engine:
-    """A read-only engine on an up-to-date database: never takes the lock, never writes, never creates a file.
-
-    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too.
-    """
-    if not settings.db.is_file():
-        raise DatabaseError(f"no database at {settings.db} yet; run `gmail-stats import PATH` first")
-    version: int | None = None
-    failure: BaseException | None = None
-    for readonly_shm in (False, True):
-        engine = reader_engine(settings.db, readonly_shm=readonly_shm)
-        try:
-            with engine.connect() as conn:
-                version = schema_version(conn)
-                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
-        except SQLITE_FAILURES as exc:
-            failure = failure or exc
-            continue
-        break
-    if version is None:
-        assert failure is not None
-        raise database_error(settings.db, failure) from failure
-    check_not_too_new(version)
-    if version < LATEST_VERSION:
-        raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
-    return engine
-
-
-def _format_run(run: Run, *, ingester_alive: bool) -> str:
-    counts = f"{run.messages_seen:,} seen, {run.messages_new:,} new"
-    extra = f", {run.messages_skipped:,} skipped, {run.messages_excluded:,} excluded, {run.warnings_count} warnings"
-    where = f" {run.mbox_path}" if run.mbox_path else ""
-    outcome = f"/{run.outcome}" if run.outcome else ""
-    error = f" — {run.error}" if run.error else ""
-    if run.is_open and not ingester_alive:
-        error += " — no ingester holds the lock any more; the next run will mark this one abandoned"
-    return f"#{run.run_id} {run.source} {run.state}{outcome}: {counts}{extra}{where}{error}"
-
-
-def _format_warnings(run: Run) -> list[str]:
-    """The run's kept warnings, indented under it; says when older ones were not kept."""
-    lines = [f"    warning: {text}" for text in run.warnings_tail]
-    if run.warnings_count > len(run.warnings_tail):
-        lines.insert(0, f"    (the last {len(run.warnings_tail)} of {run.warnings_count:,} warnings)")
-    return lines
-
-
 def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    engine = _open_for_reading(settings)
-    with engine.connect() as conn:
-        runs = list_runs(conn, limit=args.limit)
-    if args.json:
-        json.dump([run.public_dict() for run in runs], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        alive = is_lock_held(settings.db)
-        for run in runs:
-            print(_format_run(run, ingester_alive=alive))
-            for line in _format_warnings(run) if args.verbose else ():
-                print(line)
-        if not runs:
-            print("no runs yet")
+    sys.stdout.write(runs_text(settings, limit=args.limit, as_json=args.json, verbose=args.verbose))
     return EXIT_OK
 
 
 def _cmd_export(args: argparse.Namespace, settings: IngesterSettings) -> int:
-    engine = _open_for_reading(settings)
-    with engine.connect() as conn:
-        senders = all_senders(conn)
-    document = summary_document(senders, now=system_clock())
-    buffer = io.StringIO()
-    if args.format == "json":
-        json.dump(document, buffer, ensure_ascii=False, indent=2)
-        buffer.write("\n")
-    else:
-        writer = csv.DictWriter(buffer, fieldnames=SENDER_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(document["senders"])
+    text = export_text(settings, as_json=args.format == "json")
     if args.output is None:
-        sys.stdout.write(buffer.getvalue())
+        sys.stdout.write(text)
     else:
-        _write_atomically(args.output, buffer.getvalue())
+        write_atomically(args.output, text)
     return EXIT_OK
-
-
-def _write_atomically(target: Path, text: str) -> None:
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-    os.replace(tmp, target)
 
 
 _COMMANDS = {"import": _cmd_import, "scan": _cmd_scan, "runs": _cmd_runs, "export": _cmd_export}
@@ -389,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GmailStatsError as exc:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
-    except SQLITE_FAILURES as exc:  # a read that failed past `_open_for_reading` (e.g. damage deeper in the file)
+    except SQLITE_FAILURES as exc:  # a read that failed past `open_for_reading` (e.g. damage deeper in the file)
         where = settings.db if settings is not None else Path("the database")
         print(f"gmail-stats: {database_error(where, exc)}", file=sys.stderr)
         return EXIT_FAILURE

@@ -53,7 +53,7 @@ class Project:
     def runs(self) -> list[dict[str, object]]:
         result = self.compose("run", "--rm", "ingester", "runs", "--json")
         # A launched ingester may not have created or migrated the file yet: nothing to list so far.
-        if "no database at /data/stats.db yet" in result.stderr or "has an older schema" in result.stderr:
+        if "no database in the stack's data volume yet" in result.stderr or "has an older schema" in result.stderr:
             return []
         assert result.returncode == 0, result.stderr
         runs: list[dict[str, object]] = json.loads(result.stdout)

@@ -1,0 +1,122 @@
+"""The reading commands, `runs` and `export`: a read-only engine on an up-to-date database, never the lock.
+
+They work on a database they can only read (a read-only folder or file) and never create or change a file but
+the export's own output.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from ingester.settings import IngesterSettings
+from shared.db import reader_engine
+from shared.db_errors import SQLITE_FAILURES, database_error
+from shared.errors import DatabaseError, UsageError
+from shared.lock import is_lock_held
+from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
+from shared.resume import CommandStyle, import_command, scan_command
+from shared.runs import Run, list_runs
+from shared.summary import SENDER_COLUMNS, all_senders, summary_document
+from shared.timeutil import system_clock
+
+
+def open_for_reading(settings: IngesterSettings) -> Engine:
+    """A read-only engine on an up-to-date database: never takes the lock, never writes, never creates a file.
+
+    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too.
+    """
+    if not settings.db.is_file():
+        style = settings.command_style
+        where = "in the stack's data volume" if style == CommandStyle.MAKE else f"at {settings.db}"
+        first = f"`{import_command(path='PATH', style=style)}` or `{scan_command(style)}`"
+        raise DatabaseError(f"no database {where} yet; run {first} first")
+    version: int | None = None
+    failure: BaseException | None = None
+    for readonly_shm in (False, True):
+        engine = reader_engine(settings.db, readonly_shm=readonly_shm)
+        try:
+            with engine.connect() as conn:
+                version = schema_version(conn)
+                conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar_one()
+        except SQLITE_FAILURES as exc:
+            failure = failure or exc
+            continue
+        break
+    if version is None:
+        assert failure is not None
+        raise database_error(settings.db, failure) from failure
+    check_not_too_new(version)
+    if version < LATEST_VERSION:
+        raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
+    return engine
+
+
+def _format_run(run: Run, *, ingester_alive: bool) -> str:
+    counts = f"{run.messages_seen:,} seen, {run.messages_new:,} new"
+    extra = f", {run.messages_skipped:,} skipped, {run.messages_excluded:,} excluded, {run.warnings_count} warnings"
+    where = f" {run.mbox_path}" if run.mbox_path else ""
+    outcome = f"/{run.outcome}" if run.outcome else ""
+    error = f" — {run.error}" if run.error else ""
+    if run.is_open and not ingester_alive:
+        error += " — no ingester holds the lock any more; the next run will mark this one abandoned"
+    return f"#{run.run_id} {run.source} {run.state}{outcome}: {counts}{extra}{where}{error}"
+
+
+def _format_warnings(run: Run) -> list[str]:
+    """The run's kept warnings, indented under it; says when older ones were not kept."""
+    lines = [f"    warning: {text}" for text in run.warnings_tail]
+    if run.warnings_count > len(run.warnings_tail):
+        lines.insert(0, f"    (the last {len(run.warnings_tail)} of {run.warnings_count:,} warnings)")
+    return lines
+
+
+def runs_text(settings: IngesterSettings, *, limit: int, as_json: bool, verbose: bool) -> str:
+    """`gmail-stats runs`: newest first, as lines (warnings under each run with `verbose`) or as a JSON array."""
+    engine = open_for_reading(settings)
+    with engine.connect() as conn:
+        runs = list_runs(conn, limit=limit)
+    if as_json:
+        return json.dumps([run.public_dict() for run in runs], indent=2) + "\n"
+    if not runs:
+        return "no runs yet\n"
+    alive = is_lock_held(settings.db)
+    lines: list[str] = []
+    for run in runs:
+        lines.append(_format_run(run, ingester_alive=alive))
+        lines.extend(_format_warnings(run) if verbose else ())
+    return "\n".join(lines) + "\n"
+
+
+def export_text(settings: IngesterSettings, *, as_json: bool) -> str:
+    """`gmail-stats export`: every sender as the summary JSON document or as CSV."""
+    engine = open_for_reading(settings)
+    with engine.connect() as conn:
+        senders = all_senders(conn)
+    document = summary_document(senders, now=system_clock())
+    buffer = io.StringIO()
+    if as_json:
+        json.dump(document, buffer, ensure_ascii=False, indent=2)
+        buffer.write("\n")
+    else:
+        writer = csv.DictWriter(buffer, fieldnames=SENDER_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(document["senders"])
+    return buffer.getvalue()
+
+
+def write_atomically(target: Path, text: str) -> None:
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    os.replace(tmp, target)
