@@ -131,17 +131,17 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
 
 def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     path = run_request.confine(args.confine_to, args.path) if args.confine_to is not None else args.path
+    resume = _Resume(settings, source=Source.MBOX, mbox=path, import_dir=args.confine_to)
     request = ImportRequest(
         path=path,
         include_spam_trash=args.include_spam_trash,
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
-        shown_path=settings.host_mbox,
+        shown_path=resume.mbox,  # the run row names the file as its resume command does (the host's path)
     )
     check_mbox_path(request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
-    resume = _Resume(settings, source=Source.MBOX, mbox=request.path, import_dir=args.confine_to)
     with (
         cancel_on_signals(cancel, abort_note=resume.abort_note),
         ingest_session(settings.db, clock=system_clock) as engine,
@@ -172,7 +172,7 @@ class _Resume:
         make = self.style == CommandStyle.MAKE
         default_db = settings.db == IngesterSettings.model_fields["db"].default
         self.db = None if make or default_db else str(settings.db.absolute())
-        self.mbox = (settings.host_mbox if make else None) or _host_path(mbox, import_dir, settings.host_import_dir)
+        self.mbox = settings.host_mbox or _host_path(mbox, import_dir, settings.host_import_dir)
         self.last = ""
 
     def __call__(self, run_id: int) -> str:

@@ -41,8 +41,9 @@ class ImportRequest:
     include_spam_trash: bool = False
     resume_run_id: int | None = None
     launch_token: str | None = None
-    # The file as the person names it, recorded on the run instead of `path` (`make import`: the host's path, where
-    # `path` is the container's /mbox/…), so what the page and `runs` show, and resume hints, work on the host.
+    # The file as the person names it, recorded on the run instead of `path` (under Docker the host's path, where
+    # `path` is the container's /mbox/… or /imports/…), so what the page and `runs` show, and resume hints, work on
+    # the host.
     shown_path: str | None = None
 
     def recorded_path(self) -> str:

@@ -169,3 +169,25 @@ def test_a_token_cache_that_cannot_be_written_names_the_host_folder_and_the_fix(
         "cannot write the token cache ./secrets/tokencache.json: No such file or directory; "
         "give the containers' user that folder with `make secrets`"
     )
+
+
+def test_a_page_import_recorded_under_the_hosts_folder_is_shown_inside_the_import_folder(
+    tmp_path: Path,
+) -> None:
+    """Under Docker a runner records the host's path (`./imports/…`); the viewer, which sees /imports, still knows
+    the file: the run shows its place in the import folder. (The runner's resume of it: test_resume.py.)"""
+    folder = tmp_path / "imports"
+    (folder / "2024").mkdir(parents=True)
+    write_mbox(folder / "2024" / "All mail.mbox", generate_messages(count=3, body_bytes=10))
+    settings = make_settings(tmp_path, import_dir=folder, command_style="make", host_import_dir="./imports")
+    seed(settings.db)
+    engine = writer_engine(settings.db)
+    with engine.begin() as conn:
+        run_id = create_run(
+            conn, source=Source.MBOX, pid=4242, now=1_700_000_100, mbox_path="./imports/2024/All mail.mbox"
+        )
+        finish_run(conn, run_id, state=RunState.CANCELLED, outcome=RunOutcome.PARTIAL, now=1_700_000_110)
+    close_writer_keeping_sidecars(engine, settings.db)
+    with viewer(settings) as client:
+        shown = [run["mbox_path"] for run in client.get("/api/runs").json()["runs"] if run["run_id"] == run_id]
+    assert shown == ["2024/All mail.mbox"]

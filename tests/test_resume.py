@@ -160,7 +160,7 @@ def test_a_runners_import_hint_names_the_hosts_import_folder(
     tmp_path: Path, spaced: tuple[Path, Path, dict[str, int]]
 ) -> None:
     """A page import under Docker runs in a runner confined to /imports; its log shows the host's command."""
-    mbox, db, _ = spaced
+    mbox, db, expected = spaced
     env = {
         "GMAIL_STATS_COMMAND_STYLE": "make",
         "GMAIL_STATS_HOST_IMPORT_DIR": "/home/me/gmail-stats/imports",
@@ -168,7 +168,13 @@ def test_a_runners_import_hint_names_the_hosts_import_folder(
     }
     process = start_import(db, mbox, "--confine-to", str(tmp_path), **env)
     stderr = _stopped_then(process, db, signal.SIGTERM)
-    assert _hint(stderr) == "make import MBOX='/home/me/gmail-stats/imports/my mail/All mail.mbox' RESUME=1"
+    host = "/home/me/gmail-stats/imports/my mail/All mail.mbox"
+    assert _hint(stderr) == f"make import MBOX='{host}' RESUME=1"
+    # The run row names the host's file too (`make runs` and the page show it), and a runner resumes it.
+    assert query(db, "SELECT mbox_path FROM ingest_runs") == [(host,)]
+    resumed = run_cli("import", mbox, "--db", db, "--confine-to", tmp_path, "--resume", "1", timeout=300, **env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert counts_of(db) == expected
 
 
 def _snapshot(db: Path) -> list[list[tuple[object, ...]]]:

@@ -115,7 +115,9 @@ class RunControl:
             raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {verb} instead")
         if command is LaunchCommand.SCAN:
             return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
-        relative = relative_to_import_dir(self.settings.import_dir, run.mbox_path or "")
+        relative = relative_to_import_dir(
+            self.settings.import_dir, run.mbox_path or "", host_dir=self.settings.host_import_dir
+        )
         if relative is None:
             style = self.settings.command_style
             terminal = resume_command(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from shared.errors import ErrorKind
 from shared.mbox_format import sniff_mbox
@@ -80,8 +80,16 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
     return target
 
 
-def relative_to_import_dir(import_dir: Path, path: str) -> str | None:
-    """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside."""
+def relative_to_import_dir(import_dir: Path, path: str, *, host_dir: str | None = None) -> str | None:
+    """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside.
+
+    Under Docker the ingester records the host's path (`host_dir` is the host's name for the import folder), which
+    cannot be resolved in this container, so it is compared as text.
+    """
+    recorded = PurePosixPath(path)
+    if host_dir and recorded.is_relative_to(host_dir) and ".." not in recorded.parts:
+        inside = recorded.relative_to(host_dir)
+        return inside.as_posix() if inside.parts else None
     try:
         root = import_dir.resolve(strict=True)
         target = Path(path).resolve()

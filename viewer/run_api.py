@@ -52,7 +52,9 @@ def _run_out(run: Run, control: RunControl) -> RunOut:
     data = run.public_dict()
     del data["pid"]
     if run.mbox_path is not None:
-        inside = relative_to_import_dir(control.settings.import_dir, run.mbox_path)
+        inside = relative_to_import_dir(
+            control.settings.import_dir, run.mbox_path, host_dir=control.settings.host_import_dir
+        )
         data["mbox_path"] = inside if inside is not None else FsPath(run.mbox_path).name
     return RunOut(**data, owned=control.owns(run) is not None)
 
