@@ -166,6 +166,11 @@ def _single(base: str, url: str, repeat: int = 20, vary: int = 0) -> list[float]
     return samples
 
 
+def _firsts(base: str, texts: list[str]) -> list[float]:
+    """One request per search text: each is a first, uncounted request of its search."""
+    return [_single(base, f"/api/senders?limit=50&q={text}", repeat=1)[0] for text in texts]
+
+
 def _register_hidden(base: str, senders: list[str]) -> str:
     """What the page does with its hidden senders: one `POST /api/hidden`, then `hidden=<id>` on every read."""
     with httpx.Client(base_url=base, timeout=60) as client:
@@ -201,6 +206,11 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
         for label, query in searches.items():
             extra[label] = _single(base, "/api/senders?limit=50&q=" + query, repeat=10)
         extra["search `s1` + sort by bytes"] = _single(base, "/api/senders?limit=50&sort=bytes&q=s1{}", repeat=10)
+        # Ten first requests each (ten different texts, so none reuses another's count).
+        extra["search, 2 characters, no match, first request (10 pairs)"] = _firsts(
+            base, ["qz", "qj", "zj", "jx", "vq", "xz", "jq", "zx", "qv", "vj"]
+        )
+        extra["search, 1 character, ~1/3 to all senders, first request (`0`…`9`)"] = _firsts(base, list("0123456789"))
     if "domains" in parts:
         for sort in ("mails_sent", "senders", "domain", "bytes", "last_seen", "unread_ratio"):
             extra[f"domains sorted by {sort}"] = _single(
