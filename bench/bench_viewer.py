@@ -33,7 +33,7 @@ MESSAGES = 2_000_000
 
 DOMAINS = 30_000
 FIRST_DAY = 1_420_070_400  # 2015-01-01
-PARTS = ["pollers", "sorts", "searches", "domains", "hidden", "volume", "export"]
+PARTS = ["pollers", "sorts", "searches", "presets", "domains", "hidden", "volume", "export"]
 
 
 def generate(db: Path) -> None:
@@ -211,6 +211,24 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
             base, ["qz", "qj", "zj", "jx", "vq", "xz", "jq", "zx", "qv", "vj"]
         )
         extra["search, 1 character, ~1/3 to all senders, first request (`0`…`9`)"] = _firsts(base, list("0123456789"))
+        extra["search, 3+ characters, 11,111 to 200,000 matches, first request (10 texts)"] = _firsts(
+            base, ["news", ".co.uk", "sender", "ender 7", "s12", "s34", "d12", "@news", "co.uk", "ender"]
+        )
+    if "presets" in parts:
+        presets = {
+            "likely unsubscribe (page preset)": "min_messages=10&min_unread_ratio=0.8&has_unsubscribe=true",
+            "mostly unread (page preset)": "min_unread_ratio=0.8",
+            "has an unsubscribe link": "has_unsubscribe=true",
+            "at least 5 messages": "min_messages=5",
+        }
+        for label, query in presets.items():
+            # The first request counts the filter; later pages and sorts reuse the count.
+            extra[f"{label}, first request then 9 pages"] = _single(
+                base, f"/api/senders?limit=50&{query}&offset={{}}", repeat=10
+            )
+            extra[f"{label}, sorted by size"] = _single(
+                base, f"/api/senders?limit=50&sort=bytes&{query}&offset={{}}", repeat=10
+            )
     if "domains" in parts:
         for sort in ("mails_sent", "senders", "domain", "bytes", "last_seen", "unread_ratio"):
             extra[f"domains sorted by {sort}"] = _single(

@@ -14,7 +14,7 @@ from fastapi.responses import Response, StreamingResponse
 from shared.errors import ErrorKind
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
-from viewer import rollup_queries, sender_queries, short_search
+from viewer import filter_match, rollup_queries, sender_queries
 from viewer.cache import answer
 from viewer.database import Database
 from viewer.deps import ClockDep, DatabaseDep, StateDep
@@ -104,10 +104,9 @@ def _senders(
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
                 everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
                 match = None
-                if short_search.applies(f):  # the same search on another page or sort: counted once
-                    condition = sender_queries.where(f)
+                if f.narrows:  # the same filter on another page or sort, or polled: counted once
                     match = database.memo.get(
-                        ("match", f.key()), database.change_key(), lambda: short_search.match(conn, condition)
+                        ("match", f.key()), database.change_key(), lambda: filter_match.match(conn, f)
                     )
                 page = sender_queries.senders_page(
                     conn,

@@ -45,7 +45,7 @@ class Database:
         self.fallback_engine: Engine = reader_engine(path)
         self._lock = threading.Lock()
         self._cached: tuple[tuple[int, ...], float, Totals, SourceMix] | None = None
-        # Facts worth keeping across requests while the files are unchanged (e.g. a short search's matches).
+        # Facts worth keeping across requests while the files are unchanged (e.g. a filter's matches).
         self.memo = ResponseCache(ttl=_CACHE_SECONDS)
 
     def exists(self) -> bool:

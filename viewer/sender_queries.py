@@ -1,8 +1,9 @@
 """The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
 
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
-`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one is
-counted by `viewer.short_search` (one bounded scan) and paged from what it found.
+`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
+common one, is a `LIKE` on each row. A narrowing filter is counted by `viewer.filter_match` (once per database
+change) and paged from what it found.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from sqlalchemy import (
@@ -30,8 +31,10 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
-from viewer.short_search import Match, among
-from viewer.sql_lists import in_values
+from viewer.sql_lists import in_json, in_values
+
+if TYPE_CHECKING:
+    from viewer.filter_match import Match
 
 _S = senders.c
 # Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.models).
@@ -124,20 +127,51 @@ def fts_phrase(q: str) -> str:
     return '"' + q.replace('"', '""') + '"'
 
 
-def _search(q: str) -> ColumnElement[bool]:
-    if len(q) >= 3:  # a trigram index needs three characters
-        match = text("SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase").bindparams(
-            phrase=fts_phrase(q)
-        )
-        return _S.id.in_(match.columns(column("rowid", Integer)))
+TRIGRAM = 3
+
+
+def uses_trigrams(q: str) -> bool:
+    """True when the search is long enough for the trigram index."""
+    return len(q) >= TRIGRAM
+
+
+def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
+    """How many senders (counting no further than `up_to`) the trigram index matches for `q`: its own doclists
+    only, no row is read."""
+    count = conn.execute(
+        text("SELECT count(*) FROM (SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase LIMIT :n)"),
+        {"phrase": fts_phrase(q), "n": up_to},
+    ).scalar_one()
+    return int(count)
+
+
+def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
+    """A case-insensitive substring of the address or the name.
+
+    ASCII searches mean what `LIKE` means at any length: from three characters the trigram index narrows and `LIKE`
+    decides (the index alone would also fold KELVIN SIGN and LONG S into k and s). `dense`: `LIKE` alone, tested
+    row by row, for a common search whose index answer would list most senders. A search with other characters
+    keeps the index's Unicode case folding, which `LIKE` lacks.
+    """
     pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    return or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
+    like = or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
+    if not uses_trigrams(q):
+        return like
+    in_index = _S.id.in_(
+        text("SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase")
+        .bindparams(phrase=fts_phrase(q))
+        .columns(column("rowid", Integer))
+    )
+    if not q.isascii():
+        return in_index
+    return like if dense else and_(in_index, like)
 
 
-def where(f: SenderFilter) -> ColumnElement[bool]:
+def where(f: SenderFilter, *, dense: bool = False) -> ColumnElement[bool]:
+    """The filter as SQL; `dense`: a common search tested row by row (see `_search`), to walk an index or scan."""
     parts: list[ColumnElement[bool]] = []
     if f.q:
-        parts.append(_search(f.q))
+        parts.append(_search(f.q, dense=dense))
     if f.domain is not None:
         parts.append(_S.domain == f.domain)
     if f.min_messages > 1:
@@ -188,14 +222,14 @@ def senders_page(
     match: Match | None = None,
 ) -> SendersPage:
     """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter), and
-    `match` what `short_search.match` found for this filter (a short search)."""
+    `match` what `filter_match.match` found for this filter."""
     condition = where(f)
     if match is not None:
         if match.total == 0:
             return SendersPage(0, 0, [])
         total, messages = match.total, match.messages
-        if match.ids is not None:  # few: sort just those rows, never walk an index looking for them
-            condition = among(match.ids)
+        # Few: sort just those rows, never walk an index looking for them. Many: walk it, testing each row.
+        condition = where(f, dense=True) if match.ids is None else in_json(_S.id, match.ids)
     elif known is not None:
         total, messages = known
     else:
