@@ -17,8 +17,9 @@ MAX_ENTRIES = 256
 
 
 class ResponseCache:
-    def __init__(self, *, ttl: float) -> None:
+    def __init__(self, *, ttl: float, max_entries: int = MAX_ENTRIES) -> None:
         self.ttl = ttl
+        self.max_entries = max_entries
         self._entries: dict[Hashable, tuple[float, Hashable, Any]] = {}
         self._locks: dict[Hashable, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -40,7 +41,7 @@ class ResponseCache:
                 return entry[2]
             value = compute()
             with self._guard:
-                if len(self._entries) >= MAX_ENTRIES:
+                if len(self._entries) >= self.max_entries:
                     self._entries.clear()
                     self._locks = {key: lock}
                 self._entries[key] = (time.monotonic(), version, value)

@@ -23,6 +23,8 @@ from viewer.queries import DbState, SourceMix, Totals
 
 # Even with an unchanged key, recompute now and then (cheap insurance against a key that misses a change).
 _CACHE_SECONDS = 30.0
+# A filter's matches may hold 30,000 ids (~200 KB): a few dozen filters are plenty for one person's browsing.
+_MEMO_ENTRIES = 32
 _OPEN_PATIENCE_SECONDS = 0.3
 _PROBE = "SELECT 1 FROM sqlite_master LIMIT 1"
 _OPEN_RETRY_SECONDS = 0.02
@@ -46,7 +48,7 @@ class Database:
         self._lock = threading.Lock()
         self._cached: tuple[tuple[int, ...], float, Totals, SourceMix] | None = None
         # Facts worth keeping across requests while the files are unchanged (e.g. a filter's matches).
-        self.memo = ResponseCache(ttl=_CACHE_SECONDS)
+        self.memo = ResponseCache(ttl=_CACHE_SECONDS, max_entries=_MEMO_ENTRIES)
 
     def exists(self) -> bool:
         return self.path.is_file()

@@ -5,9 +5,9 @@ scan, an index range) that costs far more than the page itself. So the caller ke
 files are unchanged: later pages and sorts of the same filter, and the polls of an open page, reuse it.
 
 When the matches are few, their ids come along and a page is sorted from those rows alone (walking a sort index
-for rare matches would read most of it). When they are many, a page walks a sort index and tests each row with
-the filter's per-row form (`sender_queries.where(f, dense=True)`: `LIKE`, never a subquery that lists every match),
-and finds a page of 50 after about a thousand rows.
+for rare matches would read most of it). When they are many, a search is tested on each row (`LIKE`, never a
+subquery that lists every match) while a page walks the sort's index, and finds a page of 50 after about a
+thousand rows.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from viewer import sender_queries
 from viewer.filters import SenderFilter
 
 _S = senders.c
-# Up to this many matches the ids themselves drive the page (a sort of at most this many rows); above it, at least
-# one sender in every ~20 matches, and walking a sort index finds a page of 50 after about a thousand rows.
-SPARSE_LIMIT = 10_000
+# Up to this many matches the ids themselves drive the page (a sort of at most this many rows, ~10 ms); above it,
+# walking a sort's index (or a filter's index range) finds a page soon enough, unless the matches cluster at the far
+# end of the walk (mostly-unread senders have few messages), which this limit keeps to the rare mailbox.
+SPARSE_LIMIT = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,6 @@ def match(conn: Connection, f: SenderFilter) -> Match:
     count, messages, ids = conn.execute(
         select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0), func.json_group_array(_S.id))
         .select_from(senders)
-        .where(sender_queries.where(f, dense=common))
+        .where(sender_queries.where(f, search_by_row=common))
     ).one()
     return Match(int(count), int(messages), str(ids) if count <= SPARSE_LIMIT else None)

@@ -185,8 +185,11 @@ def domains_page(
     # Unaffected domains come straight off the sort's index; the few with hidden senders are recomputed and
     # merged in at their place, so order and paging stay exact.
     unaffected = and_(condition, not_(in_values(_D.domain, hidden))) if hidden else condition
-    stmt = select(*domains.c).where(unaffected).order_by(*ordering).limit(min(offset + limit, _SQLITE_MAX_INT))
-    rows = [_domain_row(r) for r in conn.execute(stmt)]
+    stmt = select(*domains.c).where(unaffected).order_by(*ordering)
+    if not hidden:  # nothing to merge: SQLite skips to the page itself
+        page = [_domain_row(r) for r in conn.execute(stmt.limit(limit).offset(offset))]
+        return DomainsPage(total=int(total), total_messages=int(all_messages), domains=page)
+    rows = [_domain_row(r) for r in conn.execute(stmt.limit(min(offset + limit, _SQLITE_MAX_INT)))]
     extra: list[DomainRow] = []
     gone = 0
     hidden_messages = sum(h[1] for h in hidden.values())

@@ -31,7 +31,7 @@ from sqlalchemy import (
 
 from shared.models import senders
 from viewer.filters import SenderFilter
-from viewer.sql_lists import in_json, in_values
+from viewer.sql_lists import in_values
 
 if TYPE_CHECKING:
     from viewer.filter_match import Match
@@ -167,11 +167,14 @@ def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     return like if dense else and_(in_index, like)
 
 
-def where(f: SenderFilter, *, dense: bool = False) -> ColumnElement[bool]:
-    """The filter as SQL; `dense`: a common search tested row by row (see `_search`), to walk an index or scan."""
+def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool]:
+    """The filter as SQL; `search_by_row`: a common search as a test of each row (see `_search`), for a scan or a
+    page that walks a sort's index. The other terms stay open to their indexes: SQLite weighs a filter's index
+    range against walking the sort's index (mostly-unread senders, for one, are found at the far end of a walk by
+    mail count)."""
     parts: list[ColumnElement[bool]] = []
     if f.q:
-        parts.append(_search(f.q, dense=dense))
+        parts.append(_search(f.q, dense=search_by_row))
     if f.domain is not None:
         parts.append(_S.domain == f.domain)
     if f.min_messages > 1:
@@ -223,20 +226,26 @@ def senders_page(
 ) -> SendersPage:
     """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter), and
     `match` what `filter_match.match` found for this filter."""
-    condition = where(f)
+    stmt = select(*_COLUMNS)
     if match is not None:
         if match.total == 0:
             return SendersPage(0, 0, [])
         total, messages = match.total, match.messages
-        # Few: sort just those rows, never walk an index looking for them. Many: walk it, testing each row.
-        condition = where(f, dense=True) if match.ids is None else in_json(_S.id, match.ids)
-    elif known is not None:
-        total, messages = known
+        if match.ids is None:  # many: walk the sort's index, testing each row
+            stmt = stmt.where(where(f, search_by_row=True))
+        else:  # few: look those rows up by id and sort just them, never walk an index looking for them
+            ids = func.json_each(match.ids).table_valued("value").alias("matched")
+            stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     else:
-        total, messages = conn.execute(
-            select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
-        ).one()
-    stmt = select(*_COLUMNS).where(condition).order_by(*order_by(sort, order)).limit(limit).offset(offset)
+        condition = where(f)
+        if known is not None:
+            total, messages = known
+        else:
+            total, messages = conn.execute(
+                select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
+            ).one()
+        stmt = stmt.where(condition)
+    stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
     return SendersPage(int(total), int(messages), [_row(r) for r in conn.execute(stmt)])
 
 
