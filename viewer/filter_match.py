@@ -37,16 +37,24 @@ class Match:
 
 
 def match(conn: Connection, f: SenderFilter) -> Match:
-    """One pass over the filter's matches: their count, mail and ids (kept when there are few), aggregated in SQL so
-    one row comes back. A search the trigram index says is common is read as a scan instead: listing most senders
-    from the index costs more than the scan it would save."""
+    """One pass that collects up to SPARSE_LIMIT + 1 matches (all of them when they are few); when there are more, a
+    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back.
+
+    A search the trigram index says is common is read as a scan instead: listing most senders from the index costs
+    more than the scan it would save.
+    """
     common = (
         sender_queries.uses_trigrams(f.q)
         and sender_queries.trigram_hits(conn, f.q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
     )
+    condition = sender_queries.where(f, search_by_row=common)
+    first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()
     count, messages, ids = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0), func.json_group_array(_S.id))
-        .select_from(senders)
-        .where(sender_queries.where(f, search_by_row=common))
+        select(func.count(), func.coalesce(func.sum(first.c.mails_sent), 0), func.json_group_array(first.c.id))
     ).one()
-    return Match(int(count), int(messages), str(ids) if count <= SPARSE_LIMIT else None)
+    if count <= SPARSE_LIMIT:
+        return Match(int(count), int(messages), str(ids))
+    total, messages = conn.execute(
+        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
+    ).one()
+    return Match(int(total), int(messages), None)
