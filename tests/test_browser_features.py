@@ -10,18 +10,12 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_support import browser, feature_mbox, new_page, serve, shoot
+from tests.browser_support import feature_mbox, new_page, serve, shoot
 from tests.importing import import_file
 from tests.viewer_support import make_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TOTAL = 139  # messages in feature_mbox()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser() as instance:
-        yield instance
 
 
 @pytest.fixture(autouse=True)

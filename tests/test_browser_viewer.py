@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,11 @@ from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import IngestLock
 from shared.models import Source
 from shared.runs import create_run
-from tests.browser_support import Console, browser, serve, shoot
+from tests.browser_support import Console, new_page, serve, shoot
 from tests.viewer_support import make_settings, mbox_bytes, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT_MS = 60_000
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser() as instance:
-        yield instance
 
 
 @pytest.fixture(autouse=True)
@@ -38,12 +31,7 @@ def _patient_expect() -> None:
 
 
 def _page(chromium: Browser, *, width: int = 1280, dark: bool = False) -> tuple[Page, Console]:
-    context = chromium.new_context(
-        viewport={"width": width, "height": 900 if width > 500 else 844}, color_scheme="dark" if dark else "light"
-    )
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    return page, Console(page)
+    return new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
 
 
 def _row_senders(page: Page) -> list[str]:
