@@ -103,20 +103,13 @@ def _senders(
             if snap.totals is not None and snap.state is DbState.READY:
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
                 everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
-                match = None
+                counted: filter_match.Match | tuple[int, int] = everyone
                 if f.narrows:  # the same filter on another page or sort, or polled: counted once
-                    match = database.memo.get(
+                    counted = database.memo.get(
                         ("match", f.key()), database.change_key(), lambda: filter_match.match(conn, f)
                     )
                 page = sender_queries.senders_page(
-                    conn,
-                    f=f,
-                    sort=sort,
-                    order=order,
-                    offset=offset,
-                    limit=limit,
-                    known=None if f.narrows else everyone,
-                    match=match,
+                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted
                 )
                 top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(

@@ -221,32 +221,25 @@ def senders_page(
     order: SortOrder,
     offset: int,
     limit: int,
-    known: tuple[int, int] | None = None,
-    match: Match | None = None,
+    counted: Match | tuple[int, int],
 ) -> SendersPage:
-    """One page; `known` is (senders, messages) when the caller already has the count (no narrowing filter), and
-    `match` what `filter_match.match` found for this filter."""
+    """One page. `counted`: what `filter_match.match` found for a narrowing filter, or, when nothing narrows, the
+    (senders, messages) the caller already has (the table's totals less hidden senders)."""
     stmt = select(*_COLUMNS)
-    if match is not None:
-        if match.total == 0:
-            return SendersPage(0, 0, [])
-        total, messages = match.total, match.messages
-        if match.ids is None:  # many: walk the sort's index, testing each row
-            stmt = stmt.where(where(f, search_by_row=True))
-        else:  # few: look those rows up by id and sort just them, never walk an index looking for them
-            ids = func.json_each(match.ids).table_valued("value").alias("matched")
-            stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
-    else:
-        condition = where(f)
-        if known is not None:
-            total, messages = known
-        else:
-            total, messages = conn.execute(
-                select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
-            ).one()
-        stmt = stmt.where(condition)
+    if isinstance(counted, tuple):
+        total, messages = counted
+        stmt = stmt.where(where(f))
+    elif counted.total == 0:
+        return SendersPage(0, 0, [])
+    elif counted.ids is None:  # many: walk the sort's index, testing each row
+        total, messages = counted.total, counted.messages
+        stmt = stmt.where(where(f, search_by_row=True))
+    else:  # few: look those rows up by id and sort just them, never walk an index looking for them
+        total, messages = counted.total, counted.messages
+        ids = func.json_each(counted.ids).table_valued("value").alias("matched")
+        stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
-    return SendersPage(int(total), int(messages), [_row(r) for r in conn.execute(stmt)])
+    return SendersPage(total, messages, [_row(r) for r in conn.execute(stmt)])
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
