@@ -30,17 +30,17 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 @contextmanager
-def serve(settings: ViewerSettings) -> Iterator[str]:
-    """Serves `create_app(settings)` on a free loopback port; yields the base URL."""
+def serve(settings: ViewerSettings, *, port: int | None = None) -> Iterator[str]:
+    """Serves `create_app(settings)` on loopback (`port`, or a free one); yields the base URL."""
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on"
+        create_app(settings), host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="viewer-under-test", daemon=True)

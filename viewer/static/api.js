@@ -14,7 +14,19 @@ export function setCsrf(token) {
   csrf = token || "";
 }
 
+// A write refused for its CSRF token (the viewer restarted and made a new one) fetches the new token and is sent
+// once more, so hidden senders, imports and cancels keep working without a reload.
 export async function api(path, options = {}) {
+  try {
+    return await send(path, options);
+  } catch (err) {
+    if (options.body === undefined || !(err instanceof ApiFailure) || err.kind !== "csrf") throw err;
+    setCsrf((await send("/api/status", {})).csrf_token);
+    return send(path, options);
+  }
+}
+
+async function send(path, options) {
   const init = { headers: { Accept: "application/json" }, cache: "no-store", signal: options.signal };
   if (options.body !== undefined) {
     init.method = options.method || "POST";
