@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, update_run
+from tests.net import free_port
 from viewer.app import create_app
 from viewer.settings import ViewerSettings
 
@@ -28,12 +28,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).parent / "artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

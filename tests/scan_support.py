@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -95,12 +94,6 @@ def runs(db: Path) -> list[dict[str, Any]]:  # column -> value, as sqlite3 retur
         return [dict(row) for row in conn.execute("SELECT * FROM ingest_runs ORDER BY run_id")]
     finally:
         conn.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def last_run(db: Path) -> dict[str, Any] | None:

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser_support import free_port, new_page, serve, shoot
+from tests.browser_support import new_page, serve, shoot
+from tests.net import free_port
 from tests.viewer_support import make_settings, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -31,6 +31,7 @@ from tests.factories import generate_messages, write_mbox
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.hostuser import HostUser, Session, fresh_copy, host_user
+from tests.net import free_port
 from viewer.container_spec import STACK_LABEL
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -46,13 +47,6 @@ def readme_docker_start() -> str:
     block = after.split("```sh\n", 1)[1].split("```", 1)[0]
     assert "make up" in block, block
     return block
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class HostGoogle(FakeGoogleServer):

@@ -31,19 +31,13 @@ from tests.dockerenv import (
     wait_for,
 )
 from tests.factories import generate_messages, write_mbox
+from tests.net import free_port
 from viewer.container_spec import STACK_LABEL
 
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.skipif(not (REPO_ROOT / "viewer" / "app.py").exists(), reason="the viewer (issue 4) is not merged"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class Stack:

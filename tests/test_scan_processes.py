@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.scan_support import GoogleSetup, fake_google, file_mode, free_port, last_run, runs, sender_counts, wait_for
+from tests.net import free_port
+from tests.scan_support import GoogleSetup, fake_google, file_mode, last_run, runs, sender_counts, wait_for
 
 QUOTA = "500"  # both sides: ~100 messages/s, so a scan lasts long enough to be interrupted
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, ingester_env
+from tests.net import free_port
 from tests.viewer_support import seed, wait_for
 
 pytestmark = pytest.mark.slow
@@ -79,17 +80,11 @@ def _read_answer(sock: socket.socket) -> Answer:
     return Answer(status=int(lines[0].split()[1]), headers=headers, body=body)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("served")
     seed(folder / "stats.db")
-    port = _free_port()
+    port = free_port()
     env = ingester_env(GMAIL_STATS_DB=str(folder / "stats.db"), GMAIL_STATS_IMPORT_DIR=str(folder / "imports"))
     process = subprocess.Popen(
         [sys.executable, "-m", "viewer", "--port", str(port)],
