@@ -96,7 +96,8 @@ def test_hidden_senders_survive_a_restart_of_the_viewer(chromium: Browser, tmp_p
         shown = page.locator("#rows tr").evaluate_all("rows => rows.map(r => r.dataset.sender)")
         assert not set(shown) & set(HIDDEN)
     # Expected in the console: the polls refused while no viewer listened, and the one write the new viewer refused
-    # for its old token (the page then fetched the new token and sent it again). Nothing else.
+    # for its old token (the page then fetched the new token and sent it again; none when a status poll happened to
+    # fetch the new token first). Nothing else.
     expected = ("ERR_CONNECTION_REFUSED", "status of 403")
     assert [p for p in console.problems if not any(e in p for e in expected)] == []
-    assert sum("status of 403" in p for p in console.problems) == 1
+    assert sum("status of 403" in p for p in console.problems) <= 1
