@@ -128,6 +128,7 @@ def fts_phrase(q: str) -> str:
 
 
 TRIGRAM = 3
+_IN_INDEX = "SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase"  # the senders a phrase matches
 
 
 def uses_trigrams(q: str) -> bool:
@@ -139,7 +140,7 @@ def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
     """How many senders (counting no further than `up_to`) the trigram index matches for `q`: its own doclists
     only, no row is read."""
     count = conn.execute(
-        text("SELECT count(*) FROM (SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase LIMIT :n)"),
+        text(f"SELECT count(*) FROM ({_IN_INDEX} LIMIT :n)"),
         {"phrase": fts_phrase(q), "n": up_to},
     ).scalar_one()
     return int(count)
@@ -157,11 +158,7 @@ def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     like = or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
     if not uses_trigrams(q):
         return like
-    in_index = _S.id.in_(
-        text("SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase")
-        .bindparams(phrase=fts_phrase(q))
-        .columns(column("rowid", Integer))
-    )
+    in_index = _S.id.in_(text(_IN_INDEX).bindparams(phrase=fts_phrase(q)).columns(column("rowid", Integer)))
     if not q.isascii():
         return in_index
     return like if dense else and_(in_index, like)
