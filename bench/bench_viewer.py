@@ -24,6 +24,7 @@ from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.domains import registrable_domain
 from shared.migration_rollups import BACKFILL_ROLLUPS
 from shared.migrations import LATEST_VERSION, migrate
+from shared.models import search_key
 
 OUT = Path(__file__).parent / "out"
 DB = OUT / f"viewer-200k-v{LATEST_VERSION}.db"
@@ -80,6 +81,7 @@ def generate(db: Path) -> None:
             FROM seen_mails GROUP BY sender
             """
         )
+        conn.exec_driver_sql("UPDATE senders SET search_key = sender || char(10) || display_name")
         conn.exec_driver_sql(
             "INSERT INTO sender_months (sender, month, messages, bytes)"
             " SELECT sender, strftime('%Y-%m', date_unix, 'unixepoch'), count(*), sum(size_bytes)"
@@ -89,8 +91,9 @@ def generate(db: Path) -> None:
             conn.exec_driver_sql(statement)
         conn.exec_driver_sql("INSERT INTO sender_search (sender_search) VALUES ('rebuild')")
         assert conn.exec_driver_sql("SELECT count(*) FROM senders").scalar_one() == SENDERS
-        sample = conn.exec_driver_sql("SELECT sender, domain FROM senders LIMIT 1").one()
+        sample = conn.exec_driver_sql("SELECT sender, domain, display_name, search_key FROM senders LIMIT 1").one()
         assert registrable_domain(sample[0]) == sample[1], sample  # the generator's domains are the real rule's
+        assert search_key(sample[0], sample[2]) == sample[3], sample  # and its search keys the ingester's
         conn.exec_driver_sql(
             f"""
             INSERT INTO ingest_runs (source, state, pid, started_at_unix, updated_at_unix, finished_at_unix,

@@ -17,7 +17,7 @@ from ingester.compiled import driver_sql
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from ingester.rollups import DomainDelta, StoredSender, add_batch, domain_for, month_of, stored_senders
 from ingester.search_index import index_senders
-from shared.models import Source, seen_mails, senders
+from shared.models import Source, search_key, seen_mails, senders
 
 CHUNK_RECORDS = 20000
 _UNSEEN = "\0unseen"  # a month-cache miss (a str, so the cache keeps one type; never a month)
@@ -51,6 +51,7 @@ _SENDER_COLUMNS = (
     "unsubscribe_mailto",
     "unsubscribe_unix",
     "one_click",
+    "search_key",  # written here rather than left to the triggers that would (a row update per new sender)
 )
 
 
@@ -107,6 +108,7 @@ def _upsert_sender(*, lean: bool) -> str:
     if not lean:
         update["first_seen_unix"] = _keep_min("first_seen_unix")
         update["display_name"] = case((newer_name, new.display_name), else_=s.display_name)
+        update["search_key"] = case((newer_name, new.search_key), else_=s.search_key)
     return driver_sql(stmt.on_conflict_do_update(index_elements=[s.sender], set_=update), _SENDER_COLUMNS)
 
 
@@ -182,6 +184,7 @@ class _SenderDelta:
             self.unsubscribe_mailto,
             self.unsubscribe_unix,
             int(self.one_click),
+            search_key(sender, self.display_name),
         )
 
 

@@ -19,7 +19,7 @@ from ingester.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.models import Source
 from tests.viewer_support import make_settings, records_for, seed, viewer
-from viewer.filter_match import SPARSE_LIMIT
+from viewer.filter_match import SAMPLE, SPARSE_LIMIT
 
 DAY = 1_700_000_000
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -149,6 +149,49 @@ def test_a_search_combines_with_the_other_filters(site: Path) -> None:
             body = client.get("/api/senders", params=params).json()
         assert (body["total"], body["matched_messages"]) == (len(matched), sum(r[2] for r in matched))
         assert [s["sender"] for s in body["senders"]] == _ordered(matched, "mails_sent", "desc")[:500]
+
+
+@pytest.mark.parametrize("q", ["u1", "e", "xq", "abs", "me 1"])
+def test_hidden_senders_leave_a_search_tested_on_every_sender(site: Path, q: str) -> None:
+    """Such a search is counted over the search key's index without a look at hidden senders; those matching are
+    then taken away from the count, the mail and the kept ids (one hidden sender does not exist)."""
+    hidden = ["u10@d10.example", "u1@d1.example", "u97@d23.example", "gone@nowhere.example"]
+    matched = [r for r in _searched(q) if r[0] not in hidden]
+    expected = _ordered(matched, "name", "asc")
+    with viewer(make_settings(site)) as client:
+        for offset in (0, len(expected) // 2):
+            params: dict[str, Any] = {"q": q, "exclude": hidden, "sort": "name", "order": "asc", "offset": offset}
+            body = client.get("/api/senders", params=params).json()
+            assert (body["total"], body["matched_messages"]) == (len(matched), sum(r[2] for r in matched))
+            assert [s["sender"] for s in body["senders"]] == expected[offset : offset + 50]
+
+
+def test_a_search_never_matches_across_the_address_and_the_name(site: Path) -> None:
+    """The search key joins them with a newline; a search holding one tests each on its own."""
+    with viewer(make_settings(site)) as client:
+        for q in ("example\nName", "e\nN"):
+            body = client.get("/api/senders", params={"q": q}).json()
+            assert (body["total"], body["senders"]) == (0, []), q
+
+
+def test_a_wrong_guess_from_the_sample_costs_a_pass_never_a_count(tmp_path: Path) -> None:
+    """A short search is first tried on the oldest SAMPLE senders. Here they mislead both ways: `q` is in all of
+    them and nowhere else (guessed many, found few: the ids are then collected), `w` in none of them and in
+    30,002 later ones (guessed few: the count goes on from the last key of the first SPARSE_LIMIT + 1). Two of
+    the `w` senders share one search key (an address holding a newline) right at that cut."""
+    oldest = [(f"q{i}@x.test", "", 1 + i % 3, DAY, DAY, 10, 0, 0) for i in range(SAMPLE)]
+    later = [(f"w{i}@x.test", "", 2, DAY, DAY, 20, 0, 0) for i in range(SPARSE_LIMIT)]
+    tied = [("wtie\nz", "", 5, DAY, DAY, 50, 0, 0), ("wtie", "z\n", 7, DAY, DAY, 70, 0, 0)]  # both "wtie\nz\n"
+    rows = oldest + later + tied
+    seed(tmp_path / "stats.db", senders=rows)
+    with viewer(make_settings(tmp_path)) as client:
+        for q, matched in (("q", oldest), ("w", later + tied), ("Q1", [r for r in oldest if "q1" in r[0]])):
+            expected = _ordered(matched, "mails_sent", "desc")
+            for offset in (0, len(expected) - 10):
+                params: dict[str, Any] = {"q": q, "offset": offset}
+                body = client.get("/api/senders", params=params).json()
+                assert (body["total"], body["matched_messages"]) == (len(matched), sum(r[2] for r in matched)), q
+                assert [s["sender"] for s in body["senders"]] == expected[offset : offset + 50]
 
 
 def test_a_counted_filter_follows_the_database_as_it_changes(tmp_path: Path) -> None:

@@ -92,7 +92,14 @@ def seed(
             columns = ("sender", "display_name", "mails_sent", "first_seen_unix", "last_seen_unix", "bytes", "unread")
             conn.execute(
                 models.senders.insert(),
-                [{**dict(zip(columns, row[:7], strict=True)), "list_unsubscribe": row[7]} for row in senders],
+                [
+                    {
+                        **dict(zip(columns, row[:7], strict=True)),
+                        "list_unsubscribe": row[7],
+                        "search_key": models.search_key(row[0], row[1]),
+                    }
+                    for row in senders
+                ],
             )
             for statement in BACKFILL_ROLLUPS:  # the sums a migrated file starts with
                 conn.exec_driver_sql(statement)

@@ -12,19 +12,22 @@ a page of 50 is found after a few hundred rows, unless the matches gather at the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import ColumnElement, Connection, and_, func, select
 
 from shared.models import senders
 from viewer import sender_queries
 from viewer.filters import SenderFilter
+from viewer.sql_lists import in_values
 
 _S = senders.c
 # Up to this many matches the ids themselves drive the page (a sort of at most this many rows, ~10 ms); above it,
 # walking a sort's index (or a filter's index range) finds a page soon enough, unless the matches cluster at the far
 # end of the walk (mostly-unread senders have few messages), which this limit keeps to the rare mailbox.
 SPARSE_LIMIT = 30_000
+# Senders a search is first tried on, to guess whether it matches more than SPARSE_LIMIT (~0.2 ms).
+SAMPLE = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,23 +41,118 @@ class Match:
 
 def match(conn: Connection, f: SenderFilter) -> Match:
     """One pass that collects up to SPARSE_LIMIT + 1 matches (all of them when they are few); when there are more, a
-    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back.
+    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back. When a
+    sample of the oldest senders says the matches are many, the count comes first and is usually all it takes.
 
     A search the trigram index says is common is read as a scan instead: listing most senders from the index costs
-    more than the scan it would save.
+    more than the scan it would save. A search alone (hidden senders aside) that is, or may be, tested on every
+    sender is read from `ix_senders_search` (see `_search_match`).
     """
-    common = (
-        sender_queries.uses_trigrams(f.q)
-        and sender_queries.trigram_hits(conn, f.q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
-    )
+    alone = _search_alone(f)
+    if alone:
+        if _looks_dense(conn, sender_queries.key_like(f.q)):
+            return _search_match(conn, f, dense=True)
+        if not sender_queries.uses_trigrams(f.q):
+            return _search_match(conn, f, dense=False)
+    common = _common(conn, f.q)
+    if alone and common:
+        return _search_match(conn, f, dense=False)
     condition = sender_queries.where(f, search_by_row=common)
+    by_row = not f.q or sender_queries.tested_by_row(f.q, common=common)  # no trigram subquery to sample
+    if by_row and _looks_dense(conn, condition):
+        total, messages = _sums(conn, condition)
+        if total > SPARSE_LIMIT:
+            return Match(total, messages, None)
     first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()
     count, messages, ids = conn.execute(
         select(func.count(), func.coalesce(func.sum(first.c.mails_sent), 0), func.json_group_array(first.c.id))
     ).one()
     if count <= SPARSE_LIMIT:
         return Match(int(count), int(messages), str(ids))
-    total, messages = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).select_from(senders).where(condition)
+    total, messages = _sums(conn, condition)
+    return Match(total, messages, None)
+
+
+def _search_alone(f: SenderFilter) -> bool:
+    """True for a search and nothing else but hidden senders, that `LIKE` may decide on each sender's key (ASCII, or
+    too short for the trigram index, whose Unicode folding other searches keep)."""
+    only_search = replace(f, exclude=()) == SenderFilter(q=f.q)
+    return bool(f.q) and only_search and (f.q.isascii() or not sender_queries.uses_trigrams(f.q))
+
+
+def _common(conn: Connection, q: str) -> bool:
+    """True when the trigram index matches more than SPARSE_LIMIT senders for `q` (a bounded count of its own)."""
+    return (
+        sender_queries.uses_trigrams(q) and sender_queries.trigram_hits(conn, q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
+    )
+
+
+def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
+    """A search tested on every sender, read from the covering index `ix_senders_search` in one pass: a count alone
+    when a sample said the matches are many (`dense`), else the ids of the first SPARSE_LIMIT + 1 in key order and,
+    when there turn out to be more, a count that goes on from the last key (no key is read twice). A wrong guess
+    costs one more pass, never a wrong answer. Hidden senders are not tested on each key: those that match are
+    taken away."""
+    like = sender_queries.key_like(f.q)
+    if dense:
+        count, messages = _sums(conn, like)
+        kept = None if count > SPARSE_LIMIT else _ids(conn, like)
+    else:
+        first = (
+            select(_S.search_key, _S.id, _S.mails_sent)
+            .where(like)
+            .order_by(_S.search_key)
+            .limit(SPARSE_LIMIT + 1)
+            .subquery()
+        )
+        count, messages, ids, last = conn.execute(
+            select(
+                func.count(),
+                func.coalesce(func.sum(first.c.mails_sent), 0),
+                func.json_group_array(first.c.id),
+                func.max(first.c.search_key),
+            )
+        ).one()
+        kept = str(ids)
+        if count > SPARSE_LIMIT:
+            if _sums(conn, _S.search_key == last)[0] == 1:
+                more, more_messages = _sums(conn, like, _S.search_key > last)
+                count, messages = count + more, messages + more_messages
+            else:  # a key shared by two senders (only if an address held a newline) may straddle the cut
+                count, messages = _sums(conn, like)
+            kept = None
+    if f.exclude:
+        hidden = and_(like, in_values(_S.sender, f.exclude))
+        hidden_count, hidden_messages = _sums(conn, hidden)
+        count, messages = count - hidden_count, messages - hidden_messages
+        if kept is not None and hidden_count:
+            each = func.json_each(kept).table_valued("value").alias("kept")
+            kept = str(
+                conn.execute(
+                    select(func.json_group_array(each.c.value)).where(each.c.value.not_in(select(_S.id).where(hidden)))
+                ).scalar_one()
+            )
+    return Match(int(count), int(messages), kept)
+
+
+def _looks_dense(conn: Connection, condition: ColumnElement[bool]) -> bool:
+    """True when the oldest SAMPLE senders (by id, a rowid range) match at a rate that makes more than SPARSE_LIMIT
+    of all of them (the highest id stands for how many there are). A guess: never decides an answer, only the order
+    of the passes that find it."""
+    highest = select(func.max(_S.id)).scalar_subquery()
+    sampled, matched, population = conn.execute(
+        select(func.count(), func.count().filter(condition), highest).where(_S.id <= SAMPLE)
     ).one()
-    return Match(int(total), int(messages), None)
+    return bool(sampled) and matched * (population or 0) > SPARSE_LIMIT * sampled
+
+
+def _sums(conn: Connection, *conditions: ColumnElement[bool]) -> tuple[int, int]:
+    """(senders, messages) matching every condition."""
+    count, messages = conn.execute(
+        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(*conditions)
+    ).one()
+    return int(count), int(messages)
+
+
+def _ids(conn: Connection, like: ColumnElement[bool]) -> str:
+    return str(conn.execute(select(func.json_group_array(_S.id)).where(like)).scalar_one())

@@ -146,6 +146,22 @@ def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
     return int(count)
 
 
+def key_like(q: str) -> ColumnElement[bool]:
+    """`q` anywhere in the address or the name, as `LIKE` means it (ASCII letters in either case): one `LIKE` on
+    `search_key` (address, newline, name), which `ix_senders_search` covers. A search holding a newline could
+    match across the two, so it tests each instead."""
+    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if "\n" in q:
+        return or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
+    return _S.search_key.like(pattern, escape="\\")
+
+
+def tested_by_row(q: str, *, common: bool) -> bool:
+    """True when a search is `key_like` alone, tested on each sender: too short for the trigram index, or ASCII
+    and common (see `_search`)."""
+    return bool(q) and (not uses_trigrams(q) or (common and q.isascii()))
+
+
 def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     """A case-insensitive substring of the address or the name.
 
@@ -154,14 +170,12 @@ def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     row by row, for a common search whose index answer would list most senders. A search with other characters
     keeps the index's Unicode case folding, which `LIKE` lacks.
     """
-    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    like = or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
-    if not uses_trigrams(q):
-        return like
+    if tested_by_row(q, common=dense):
+        return key_like(q)
     in_index = _S.id.in_(text(_IN_INDEX).bindparams(phrase=fts_phrase(q)).columns(column("rowid", Integer)))
     if not q.isascii():
         return in_index
-    return like if dense else and_(in_index, like)
+    return and_(in_index, key_like(q))
 
 
 def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool]:
