@@ -1,4 +1,4 @@
-"""Schema step 7: `senders.search_key`, the address and the name in one string, and covering indexes for filters.
+"""Schema step 7: `senders.search_key`, the address and the name in one string, and its covering index.
 
 A search SQLite cannot answer from the trigram index (one or two characters, or text most senders contain) is a
 test of every sender. Reading one short key and the mail count per sender from a covering index, instead of each
@@ -14,18 +14,11 @@ from sqlalchemy import Connection
 
 _KEY = "sender || char(10) || display_name"  # what `shared.models.search_key` writes
 SEARCH_KEY_DDL: tuple[str, ...] = ("CREATE INDEX ix_senders_search ON senders (search_key, mails_sent)",)
-# The unread-share index also carries the mail count, so a "mostly unread" filter is counted from the index alone.
-# It costs the import nothing more: the share changes with the count, so each entry is rewritten anyway.
-UNREAD_RATIO_INDEX = (
-    "CREATE INDEX ix_senders_unread_ratio ON senders ((CAST(unread AS REAL) / max(mails_sent, 1)), sender, mails_sent)"
-)
 
 
 def add_search_key(conn: Connection) -> None:
-    """Adds `search_key`, fills it from every row, and indexes it with the mail count (the unread share too)."""
+    """Adds `search_key`, fills it from every row, and indexes it with the mail count."""
     conn.exec_driver_sql("ALTER TABLE senders ADD COLUMN search_key TEXT NOT NULL DEFAULT ''")
     conn.exec_driver_sql(f"UPDATE senders SET search_key = {_KEY}")
     for statement in SEARCH_KEY_DDL:
         conn.exec_driver_sql(statement)
-    conn.exec_driver_sql("DROP INDEX ix_senders_unread_ratio")
-    conn.exec_driver_sql(UNREAD_RATIO_INDEX)

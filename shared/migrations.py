@@ -139,7 +139,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "gmail_retry and backfill_checked", _create_scan_tables),
     Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", _add_rollups),
     Migration(6, "scan_settled: fetched ids a run keeps no row for", _create_scan_settled),
-    Migration(7, "senders.search_key; covering indexes for searches and the unread share", add_search_key),
+    Migration(7, "senders.search_key and its covering index, for searches tested on every sender", add_search_key),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

@@ -126,7 +126,7 @@ senders = Table(
     Index("ix_senders_last_seen", "last_seen_unix", "sender"),
     Index("ix_senders_first_seen", "first_seen_unix", "sender"),
     Index("ix_senders_bytes", "bytes", "sender"),
-    Index("ix_senders_unread_ratio", text("(CAST(unread AS REAL) / max(mails_sent, 1))"), "sender", "mails_sent"),
+    Index("ix_senders_unread_ratio", text("(CAST(unread AS REAL) / max(mails_sent, 1))"), "sender"),
     Index("ix_senders_name", text("(lower(coalesce(nullif(display_name, ''), sender)))"), "sender"),
     Index("ix_senders_domain", "domain"),
 )

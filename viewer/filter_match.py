@@ -41,8 +41,7 @@ class Match:
 
 def match(conn: Connection, f: SenderFilter) -> Match:
     """One pass that collects up to SPARSE_LIMIT + 1 matches (all of them when they are few); when there are more, a
-    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back. When a
-    sample of the oldest senders says the matches are many, the count comes first and is usually all it takes.
+    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back.
 
     A search the trigram index says is common is read as a scan instead: listing most senders from the index costs
     more than the scan it would save. A search alone (hidden senders aside) that is, or may be, tested on every
@@ -58,11 +57,6 @@ def match(conn: Connection, f: SenderFilter) -> Match:
     if alone and common:
         return _search_match(conn, f, dense=False)
     condition = sender_queries.where(f, search_by_row=common)
-    by_row = not f.q or sender_queries.tested_by_row(f.q, common=common)  # no trigram subquery to sample
-    if by_row and _looks_dense(conn, condition):
-        total, messages = _sums(conn, condition)
-        if total > SPARSE_LIMIT:
-            return Match(total, messages, None)
     first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()
     count, messages, ids = conn.execute(
         select(func.count(), func.coalesce(func.sum(first.c.mails_sent), 0), func.json_group_array(first.c.id))
@@ -135,13 +129,14 @@ def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
     return Match(int(count), int(messages), kept)
 
 
-def _looks_dense(conn: Connection, condition: ColumnElement[bool]) -> bool:
+def _looks_dense(conn: Connection, like: ColumnElement[bool]) -> bool:
     """True when the oldest SAMPLE senders (by id, a rowid range) match at a rate that makes more than SPARSE_LIMIT
     of all of them (the highest id stands for how many there are). A guess: never decides an answer, only the order
-    of the passes that find it."""
+    of the passes that find it. Only searches are guessed: a wrong guess costs them one pass over a small index,
+    while a preset's second pass may read every row (the oldest senders are often the busiest)."""
     highest = select(func.max(_S.id)).scalar_subquery()
     sampled, matched, population = conn.execute(
-        select(func.count(), func.count().filter(condition), highest).where(_S.id <= SAMPLE)
+        select(func.count(), func.count().filter(like), highest).where(_S.id <= SAMPLE)
     ).one()
     return bool(sampled) and matched * (population or 0) > SPARSE_LIMIT * sampled
 
