@@ -59,13 +59,15 @@ class Row:
     counted: int | None
 
 
-def corpora(*, quick: bool, large: bool) -> list[Corpus]:
+def corpora(*, quick: bool, large: bool, many_senders: bool = False) -> list[Corpus]:
     if quick:
         return [Corpus(count=500, body_bytes=100_000), Corpus(count=20_000, body_bytes=1_000)]
     chosen = [
         Corpus(count=10_000, body_bytes=100_000, target_mbps=500),
         Corpus(count=200_000, body_bytes=1_000, target_msgs=50_000),
     ]
+    if many_senders:  # every other message from a sender not seen before: the senders' rows and indexes dominate
+        chosen.append(Corpus(count=200_000, body_bytes=1_000, senders=100_000))
     return [*chosen, Corpus(count=30_000, body_bytes=100_000)] if large else chosen
 
 
@@ -200,6 +202,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="small files (~50 MB) for a smoke run")
     parser.add_argument("--large", action="store_true", help="also a ~3 GB file, to show that RSS stays flat")
+    parser.add_argument(
+        "--many-senders", action="store_true", help="also 200,000 small messages from a Zipf draw over 100,000 senders"
+    )
     parser.add_argument("--write-readme", action="store_true", help="replace the table in bench/README.md")
     return parser.parse_args(argv)
 
@@ -220,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     problems: list[str] = []
     warm_up(out)
-    for corpus in corpora(quick=args.quick, large=args.large):
+    for corpus in corpora(quick=args.quick, large=args.large, many_senders=args.many_senders):
         path, expected = ensure_file(corpus, out)
         warm_cache(path)
         for tool in tools():
