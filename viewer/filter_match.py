@@ -48,14 +48,11 @@ def match(conn: Connection, f: SenderFilter) -> Match:
     sender is read from `ix_senders_search` (see `_search_match`).
     """
     alone = _search_alone(f)
-    if alone:
-        if _looks_dense(conn, sender_queries.key_like(f.q)):
-            return _search_match(conn, f, dense=True)
-        if not sender_queries.uses_trigrams(f.q):
-            return _search_match(conn, f, dense=False)
+    if alone and not sender_queries.uses_trigrams(f.q):
+        return _search_match(conn, f, dense=_looks_dense(conn, sender_queries.key_like(f.q)))
     common = _common(conn, f.q)
     if alone and common:
-        return _search_match(conn, f, dense=False)
+        return _search_match(conn, f, dense=True)
     condition = sender_queries.where(f, search_by_row=common)
     first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()
     count, messages, ids = conn.execute(
@@ -83,10 +80,10 @@ def _common(conn: Connection, q: str) -> bool:
 
 def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
     """A search tested on every sender, read from the covering index `ix_senders_search` in one pass: a count alone
-    when a sample said the matches are many (`dense`), else the ids of the first SPARSE_LIMIT + 1 in key order and,
-    when there turn out to be more, a count that goes on from the last key (no key is read twice). A wrong guess
-    costs one more pass, never a wrong answer. Hidden senders are not tested on each key: those that match are
-    taken away."""
+    when the matches are likely many (`dense`: a sample said so, or the trigram index), else the ids of the first
+    SPARSE_LIMIT + 1 in key order and, when there turn out to be more, a count that goes on from the last key (no
+    key is read twice). A wrong guess costs one more pass, never a wrong answer. Hidden senders are not tested on
+    each key: those that match are taken away."""
     like = sender_queries.key_like(f.q)
     if dense:
         count, messages = _sums(conn, like)
@@ -132,8 +129,9 @@ def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
 def _looks_dense(conn: Connection, like: ColumnElement[bool]) -> bool:
     """True when the oldest SAMPLE senders (by id, a rowid range) match at a rate that makes more than SPARSE_LIMIT
     of all of them (the highest id stands for how many there are). A guess: never decides an answer, only the order
-    of the passes that find it. Only searches are guessed: a wrong guess costs them one pass over a small index,
-    while a preset's second pass may read every row (the oldest senders are often the busiest)."""
+    of the passes that find it. Only for searches too short for the trigram index, whose bounded count is exact:
+    a wrong guess costs them one pass over a small index, while a preset's second pass may read every row, and the
+    oldest senders are no fair sample of every filter (they are often the busiest)."""
     highest = select(func.max(_S.id)).scalar_subquery()
     sampled, matched, population = conn.execute(
         select(func.count(), func.count().filter(like), highest).where(_S.id <= SAMPLE)
