@@ -3,8 +3,9 @@
 72,003 senders written by the ingester's own store. A filter's matches are counted once per database change
 (`viewer.filter_match`): when there are `SPARSE_LIMIT` or fewer, a page is sorted from their ids; when more, a page
 walks a sort index testing each row (`LIKE` for a search, also for a common search of three characters or more,
-which the trigram index would otherwise list in full). Every answer is checked against a brute-force filter of the
-same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length, another search the
+which the trigram index would otherwise list in full). A search alone is counted from `senders.search_key`'s
+covering index, in an order a sample of the oldest senders picks. Every answer is checked against a brute-force
+filter of the same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length, another search the
 trigram index's Unicode case folding.
 """
 
