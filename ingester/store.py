@@ -51,7 +51,7 @@ _SENDER_COLUMNS = (
     "unsubscribe_mailto",
     "unsubscribe_unix",
     "one_click",
-    "search_key",  # written here rather than left to the triggers that would (a row update per new sender)
+    "search_key",  # kept by this upsert alone (`shared.migration_search` says why)
 )
 
 

@@ -156,7 +156,7 @@ def key_like(q: str) -> ColumnElement[bool]:
     return _S.search_key.like(pattern, escape="\\")
 
 
-def tested_by_row(q: str, *, common: bool) -> bool:
+def _tested_by_row(q: str, *, common: bool) -> bool:
     """True when a search is `key_like` alone, tested on each sender: too short for the trigram index, or ASCII
     and common (see `_search`)."""
     return bool(q) and (not uses_trigrams(q) or (common and q.isascii()))
@@ -170,7 +170,7 @@ def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     row by row, for a common search whose index answer would list most senders. A search with other characters
     keeps the index's Unicode case folding, which `LIKE` lacks.
     """
-    if tested_by_row(q, common=dense):
+    if _tested_by_row(q, common=dense):
         return key_like(q)
     in_index = _S.id.in_(text(_IN_INDEX).bindparams(phrase=fts_phrase(q)).columns(column("rowid", Integer)))
     if not q.isascii():
