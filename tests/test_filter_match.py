@@ -5,8 +5,8 @@
 walks a sort index testing each row (`LIKE` for a search, also for a common search of three characters or more,
 which the trigram index would otherwise list in full). A search alone is counted from `senders.search_key`'s
 covering index, in an order a sample of the oldest senders picks. Every answer is checked against a brute-force
-filter of the same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length, another search the
-trigram index's Unicode case folding.
+filter of the same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length,
+another search the trigram index's Unicode case folding.
 """
 
 from __future__ import annotations
