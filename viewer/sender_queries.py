@@ -2,8 +2,8 @@
 
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
 `sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
-common one, is a `LIKE` on each row. A narrowing filter is counted by `viewer.filter_match` (once per database
-change) and paged from what it found.
+common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.filter_match` (once
+per database change) and paged from what it found.
 """
 
 from __future__ import annotations
