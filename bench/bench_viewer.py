@@ -23,6 +23,7 @@ import httpx
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.domains import registrable_domain
 from shared.migration_rollups import BACKFILL_ROLLUPS
+from shared.migration_search import SEARCH_KEY_SQL
 from shared.migrations import LATEST_VERSION, migrate
 from shared.models import search_key
 
@@ -81,7 +82,7 @@ def generate(db: Path) -> None:
             FROM seen_mails GROUP BY sender
             """
         )
-        conn.exec_driver_sql("UPDATE senders SET search_key = sender || char(10) || display_name")
+        conn.exec_driver_sql(f"UPDATE senders SET search_key = {SEARCH_KEY_SQL}")
         conn.exec_driver_sql(
             "INSERT INTO sender_months (sender, month, messages, bytes)"
             " SELECT sender, strftime('%Y-%m', date_unix, 'unixepoch'), count(*), sum(size_bytes)"

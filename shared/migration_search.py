@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-_KEY = "sender || char(10) || display_name"  # what `shared.models.search_key` writes
+SEARCH_KEY_SQL = "sender || char(10) || display_name"  # in SQL, what `shared.models.search_key` writes
 SEARCH_KEY_DDL: tuple[str, ...] = ("CREATE INDEX ix_senders_search ON senders (search_key, mails_sent)",)
 
 
 def add_search_key(conn: Connection) -> None:
     """Adds `search_key`, fills it from every row, and indexes it with the mail count."""
     conn.exec_driver_sql("ALTER TABLE senders ADD COLUMN search_key TEXT NOT NULL DEFAULT ''")
-    conn.exec_driver_sql(f"UPDATE senders SET search_key = {_KEY}")
+    conn.exec_driver_sql(f"UPDATE senders SET search_key = {SEARCH_KEY_SQL}")
     for statement in SEARCH_KEY_DDL:
         conn.exec_driver_sql(statement)
