@@ -1,5 +1,8 @@
 """Narrowing filters (searches of any length, presets, domains): exact totals and pages on every path.
 
+Every test here runs twice: once counted by SQLite (`sender_index=False`, or a file written too recently for the
+viewer's in-memory copy), once answered from that copy (`viewer.sender_index`), which must agree to the sender.
+
 72,003 senders written by the ingester's own store. A filter's matches are counted once per database change
 (`viewer.filter_match`): when there are `SPARSE_LIMIT` or fewer, a page is sorted from their ids; when more, a page
 walks a sort index testing each row (`LIKE` for a search, also for a common search of three characters or more,
@@ -11,15 +14,18 @@ another search the trigram index's Unicode case folding.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from ingester.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.models import Source
-from tests.viewer_support import make_settings, records_for, seed, viewer
+from tests.viewer_support import indexed_viewer, make_settings, records_for, seed, settle, state_of, viewer
 from viewer.filter_match import SAMPLE, SPARSE_LIMIT
 
 DAY = 1_700_000_000
@@ -80,11 +86,36 @@ def _ordered(rows: list[tuple[Any, ...]], sort: str, order: str) -> list[str]:
     return [r[0] for r in ranked]
 
 
+@dataclass(frozen=True)
+class Site:
+    path: Path
+    indexed: bool  # answered from the viewer's in-memory sender index, else by SQLite
+
+    def viewer(self) -> AbstractContextManager[TestClient]:
+        return open_viewer(self.path, indexed=self.indexed)
+
+
+def open_viewer(path: Path, *, indexed: bool) -> AbstractContextManager[TestClient]:
+    if indexed:
+        return indexed_viewer(make_settings(path))
+    return viewer(make_settings(path, sender_index=False))
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("short")
     seed(tmp_path / "stats.db", senders=ROWS)
     return tmp_path
+
+
+@pytest.fixture(params=["sqlite", "index"])
+def site(request: pytest.FixtureRequest, seeded: Path) -> Site:
+    return Site(seeded, indexed=request.param == "index")
+
+
+@pytest.fixture(params=["sqlite", "index"])
+def indexed(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param == "index")
 
 
 CASES: list[tuple[dict[str, Any], str]] = [
@@ -129,11 +160,11 @@ def _expected(filters: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize(("filters", "path"), CASES, ids=[str(c[0]) for c in CASES])
 @pytest.mark.parametrize(("sort", "order"), [("mails_sent", "desc"), ("name", "asc"), ("unread_ratio", "asc")])
-def test_filters_count_and_page_exactly(site: Path, filters: dict[str, Any], path: str, sort: str, order: str) -> None:
+def test_filters_count_and_page_exactly(site: Site, filters: dict[str, Any], path: str, sort: str, order: str) -> None:
     matched = _expected(filters)
     assert (len(matched) > SPARSE_LIMIT) == (path == "dense")
     expected = _ordered(matched, sort, order)
-    with viewer(make_settings(site)) as client:
+    with site.viewer() as client:
         for offset in (0, 50, len(expected) // 2, max(0, len(expected) - 10)):
             params = {**filters, "sort": sort, "order": order, "offset": offset, "limit": 50}
             body = client.get("/api/senders", params=params).json()
@@ -141,11 +172,11 @@ def test_filters_count_and_page_exactly(site: Path, filters: dict[str, Any], pat
             assert [s["sender"] for s in body["senders"]] == expected[offset : offset + 50]
 
 
-def test_a_search_combines_with_the_other_filters(site: Path) -> None:
+def test_a_search_combines_with_the_other_filters(site: Site) -> None:
     hidden = ["u10@d10.example", "u1@d1.example"]
     for q in ("u1", "abs"):
         matched = [r for r in _searched(q) if r[2] >= 3 and r[0] not in hidden]
-        with viewer(make_settings(site)) as client:
+        with site.viewer() as client:
             params = {"q": q, "min_messages": 3, "exclude": hidden, "limit": 500}
             body = client.get("/api/senders", params=params).json()
         assert (body["total"], body["matched_messages"]) == (len(matched), sum(r[2] for r in matched))
@@ -153,13 +184,13 @@ def test_a_search_combines_with_the_other_filters(site: Path) -> None:
 
 
 @pytest.mark.parametrize("q", ["u1", "e", "xq", "abs", "me 1"])
-def test_hidden_senders_leave_a_search_tested_on_every_sender(site: Path, q: str) -> None:
+def test_hidden_senders_leave_a_search_tested_on_every_sender(site: Site, q: str) -> None:
     """Such a search is counted over the search key's index without a look at hidden senders; those matching are
     then taken away from the count, the mail and the kept ids (one hidden sender does not exist)."""
     hidden = ["u10@d10.example", "u1@d1.example", "u97@d23.example", "gone@nowhere.example"]
     matched = [r for r in _searched(q) if r[0] not in hidden]
     expected = _ordered(matched, "name", "asc")
-    with viewer(make_settings(site)) as client:
+    with site.viewer() as client:
         for offset in (0, len(expected) // 2):
             params: dict[str, Any] = {"q": q, "exclude": hidden, "sort": "name", "order": "asc", "offset": offset}
             body = client.get("/api/senders", params=params).json()
@@ -167,15 +198,15 @@ def test_hidden_senders_leave_a_search_tested_on_every_sender(site: Path, q: str
             assert [s["sender"] for s in body["senders"]] == expected[offset : offset + 50]
 
 
-def test_a_search_never_matches_across_the_address_and_the_name(site: Path) -> None:
+def test_a_search_never_matches_across_the_address_and_the_name(site: Site) -> None:
     """The search key joins them with a newline; a search holding one tests each on its own."""
-    with viewer(make_settings(site)) as client:
+    with site.viewer() as client:
         for q in ("example\nName", "e\nN"):
             body = client.get("/api/senders", params={"q": q}).json()
             assert (body["total"], body["senders"]) == (0, []), q
 
 
-def test_a_wrong_guess_from_the_sample_costs_a_pass_never_a_count(tmp_path: Path) -> None:
+def test_a_wrong_guess_from_the_sample_costs_a_pass_never_a_count(tmp_path: Path, indexed: bool) -> None:
     """A short search is first tried on the oldest SAMPLE senders. Here they mislead both ways: `q` is in all of
     them and nowhere else (guessed many, found few: the ids are then collected), `w` in none of them and in
     30,002 later ones (guessed few: the count goes on from the last key of the first SPARSE_LIMIT + 1). Two of
@@ -185,7 +216,7 @@ def test_a_wrong_guess_from_the_sample_costs_a_pass_never_a_count(tmp_path: Path
     tied = [("wtie\nz", "", 5, DAY, DAY, 50, 0, 0), ("wtie", "z\n", 7, DAY, DAY, 70, 0, 0)]  # both "wtie\nz\n"
     rows = oldest + later + tied
     seed(tmp_path / "stats.db", senders=rows)
-    with viewer(make_settings(tmp_path)) as client:
+    with open_viewer(tmp_path, indexed=indexed) as client:
         for q, matched in (("q", oldest), ("w", later + tied), ("Q1", [r for r in oldest if "q1" in r[0]])):
             expected = _ordered(matched, "mails_sent", "desc")
             for offset in (0, len(expected) - 10):
@@ -195,18 +226,28 @@ def test_a_wrong_guess_from_the_sample_costs_a_pass_never_a_count(tmp_path: Path
                 assert [s["sender"] for s in body["senders"]] == expected[offset : offset + 50]
 
 
-def test_a_counted_filter_follows_the_database_as_it_changes(tmp_path: Path) -> None:
-    """The count is kept while the files are unchanged; a write by the ingester makes the next answer count anew."""
+def test_a_counted_filter_follows_the_database_as_it_changes(tmp_path: Path, indexed: bool) -> None:
+    """The count is kept while the files are unchanged; a write by the ingester makes the next answer count anew.
+    A viewer answering from its in-memory index leaves it at the first write (SQLite answers), and reads a new one
+    once the file has settled again (here: dated back, then the page's next status poll)."""
     seed(tmp_path / "stats.db", senders=ROWS[:300])
     settings = make_settings(tmp_path)
     added = [(f"new{i}@abs.example", "", 2, DAY, DAY, 20, 0, 0) for i in range(5)]
-    with viewer(settings) as client:
+    old = [r for r in ROWS[:300] if "abs" in r[1].lower()]
+    with open_viewer(tmp_path, indexed=indexed) as client:
         before = client.get("/api/senders", params={"q": "abs"}).json()
         engine = writer_engine(settings.db)
         with engine.begin() as conn:
             count_batch(conn, list(records_for(added)), source=Source.MBOX, run_id=1)
         close_writer_keeping_sidecars(engine, settings.db)
-        after = client.get("/api/senders", params={"q": "abs"}).json()
-    old = [r for r in ROWS[:300] if "abs" in r[1].lower()]
-    assert (before["total"], after["total"]) == (len(old), len(old) + 5)
-    assert after["matched_messages"] == before["matched_messages"] + 10
+        keeper = state_of(client).index
+        assert keeper.get() is None  # too recent to read, and the old copy is gone
+        after = client.get("/api/senders", params={"q": "abs", "min_messages": 2}).json()
+        if indexed:
+            settle(settings.db)
+            client.get("/api/status")
+            assert keeper.built.wait(30) and keeper.get() is not None
+        settled = client.get("/api/senders", params={"q": "abs", "sort": "sender", "order": "asc"}).json()
+    assert (before["total"], after["total"]) == (len(old), len([r for r in old if r[2] >= 2]) + 5)
+    assert (settled["total"], settled["matched_messages"]) == (len(old) + 5, before["matched_messages"] + 10)
+    assert [s["sender"] for s in settled["senders"]][:5] == [f"new{i}@abs.example" for i in range(5)]

@@ -10,17 +10,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
+from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
 from viewer import filter_match, rollup_queries, sender_queries
-from viewer.cache import answer
+from viewer.cache import ResponseCache, answer
 from viewer.database import Database
 from viewer.deps import ClockDep, DatabaseDep, StateDep
 from viewer.errors import ApiError
 from viewer.export import build_csv
 from viewer.filters import FilterDep, SenderFilter
+from viewer.index_keeper import IndexKeeper, KeptIndex
 from viewer.queries import DbState
 from viewer.rollup_queries import DomainSort
 from viewer.schemas import (
@@ -38,7 +40,8 @@ from viewer.schemas import (
     SummaryOut,
     VolumeOut,
 )
-from viewer.sender_queries import SenderListRow, SortKey, SortOrder
+from viewer.sender_index import IndexedMatch, SenderIndex
+from viewer.sender_queries import SenderListRow, SendersPage, SortKey, SortOrder
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
@@ -83,7 +86,7 @@ async def senders(
     key = ("senders", f.key(), sort, order, offset, limit)
 
     def compute() -> bytes:
-        return _json(_senders(database, clock, f, sort, order, offset, limit))
+        return _json(_senders(database, state.index, clock, f, sort, order, offset, limit))
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
     return Response(await answer(cache, key, database.change_key(), compute), media_type="application/json")
@@ -94,7 +97,14 @@ def _row_out(row: SenderListRow) -> SenderRowOut:
 
 
 def _senders(
-    database: Database, clock: Clock, f: SenderFilter, sort: SortKey, order: SortOrder, offset: int, limit: int
+    database: Database,
+    index: IndexKeeper,
+    clock: Clock,
+    f: SenderFilter,
+    sort: SortKey,
+    order: SortOrder,
+    offset: int,
+    limit: int,
 ) -> SendersOut:
     now = int(clock())
     if database.exists():
@@ -103,14 +113,18 @@ def _senders(
             if snap.totals is not None and snap.state is DbState.READY:
                 hidden_senders, hidden_messages = sender_queries.excluded_sums(conn, f.exclude)
                 everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
-                counted: filter_match.Match | tuple[int, int] = everyone
-                if f.narrows:  # the same filter on another page or sort, or polled: counted once
-                    counted = database.memo.get(
-                        ("match", f.key()), database.change_key(), lambda: filter_match.match(conn, f)
+                kept = index.get() if f.narrows and SenderIndex.covers(f) else None
+                if kept is not None:
+                    page = _indexed_page(conn, database.memo, kept, f, sort, order, offset, limit)
+                else:
+                    counted: filter_match.Match | tuple[int, int] = everyone
+                    if f.narrows:  # the same filter on another page or sort, or polled: counted once
+                        counted = database.memo.get(
+                            ("match", f.key()), database.change_key(), lambda: filter_match.match(conn, f)
+                        )
+                    page = sender_queries.senders_page(
+                        conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted
                     )
-                page = sender_queries.senders_page(
-                    conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted
-                )
                 top = sender_queries.top_sender(conn, exclude=f.exclude)
                 return SendersOut(
                     total=page.total,
@@ -130,6 +144,27 @@ def _senders(
         top_sender=None,
         generated_at_unix=now,
     )
+
+
+def _indexed_page(
+    conn: Connection,
+    memo: ResponseCache,
+    kept: KeptIndex,
+    f: SenderFilter,
+    sort: SortKey,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+) -> SendersPage:
+    """A filtered page from the senders held in memory: the matches are found once per filter and version (kept
+    for later pages and sorts), the page's ids come in the sort's order, and only those rows are read."""
+
+    def select() -> IndexedMatch:
+        return kept.index.select(f, hidden_ids=sender_queries.excluded_ids(conn, f.exclude))
+
+    chosen = memo.get(("indexed", f.key()), kept.key, select)
+    ids = kept.index.page(chosen, sort=sort, order=order, offset=offset, limit=limit)
+    return SendersPage(chosen.total, chosen.messages, sender_queries.rows_by_ids(conn, ids))
 
 
 @router.get("/domains", response_model=DomainsOut)

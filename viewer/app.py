@@ -25,9 +25,11 @@ from viewer.database import Database
 from viewer.deps import ViewerState
 from viewer.errors import install_error_handlers
 from viewer.hidden import HiddenSets
+from viewer.index_keeper import IndexKeeper
 from viewer.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launcher import Launcher, LaunchError
 from viewer.security import SecurityGuard
+from viewer.sender_index import build as build_index
 from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
@@ -69,12 +71,20 @@ def create_app(
     """The whole viewer as an ASGI app; `launcher` defaults to the one `settings.launcher` names."""
     chosen = launcher if launcher is not None else launcher_for(settings)
     database = Database(settings.db)
+    kept_index = IndexKeeper(
+        change_key=database.change_key,
+        connect=database.connect,
+        is_ready=database.schema_ready,
+        build=build_index,
+        enabled=settings.sender_index,
+    )
     control = RunControl(settings=settings, database=database, launcher=chosen)
     csrf_token = secrets.token_hex(32)  # 32 random bytes, new for every viewer process
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         control.adopt()
+        kept_index.get()  # a database that is not being written is read into memory from the start
         try:
             yield
         finally:
@@ -102,6 +112,7 @@ def create_app(
         # Polled answers are shared for up to a second while the database files are unchanged.
         cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
         hidden=HiddenSets(),
+        index=kept_index,
     )
     install_error_handlers(app, style=settings.command_style)
     app.include_router(api.router)

@@ -15,6 +15,7 @@ from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
 from viewer.hidden import HiddenSets
+from viewer.index_keeper import IndexKeeper
 from viewer.settings import ViewerSettings
 from viewer.status import RateTracker
 
@@ -29,6 +30,7 @@ class ViewerState:
     csrf_token: str
     cache: ResponseCache  # polled answers, shared while the database files are unchanged
     hidden: HiddenSets  # hidden-sender sets the page registered (`POST /api/hidden`), named by id in `hidden=`
+    index: IndexKeeper  # the senders in memory once the file settles, for filters (`viewer.sender_index`)
 
 
 def viewer_state(request: Request) -> ViewerState:

@@ -73,6 +73,7 @@ async def status(state: StateDep) -> Response:
     if control.reap_due():
         await run_in_threadpool(control.reap)
     lock_held = is_lock_held(settings.db)
+    state.index.get()  # polled by every open page: reads the senders into memory once an ingester has finished
 
     def compute() -> bytes:
         state = DbState.MISSING

@@ -8,6 +8,7 @@ per database change) and paged from what it found.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -251,6 +252,22 @@ def senders_page(
         stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
     return SendersPage(total, messages, [_row(r) for r in conn.execute(stmt)])
+
+
+def rows_by_ids(conn: Connection, ids: list[int]) -> list[SenderListRow]:
+    """The rows of `ids`, in that order (a page whose order the sender index chose)."""
+    if not ids:
+        return []
+    chosen = func.json_each(json.dumps(ids)).table_valued("key", "value").alias("chosen")
+    stmt = select(*_COLUMNS).select_from(chosen).join(senders, _S.id == chosen.c.value).order_by(chosen.c.key)
+    return [_row(r) for r in conn.execute(stmt)]
+
+
+def excluded_ids(conn: Connection, exclude: tuple[str, ...]) -> list[int]:
+    """The ids of the hidden senders that exist."""
+    if not exclude:
+        return []
+    return list(conn.execute(select(_S.id).where(in_values(_S.sender, exclude))).scalars())
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
