@@ -186,9 +186,17 @@ async def domains(
         page = None
         if database.exists():
             with database.connect() as conn:
-                if database.require_ready(conn).state is DbState.READY:
+                snap = database.require_ready(conn)
+                if snap.state is DbState.READY:
                     page = rollup_queries.domains_page(
-                        conn, q=f.q, exclude=f.exclude, sort=sort, order=order, offset=offset, limit=limit
+                        conn,
+                        q=f.q,
+                        exclude=f.exclude,
+                        sort=sort,
+                        order=order,
+                        offset=offset,
+                        limit=limit,
+                        totals=snap.totals,
                     )
         if page is None:
             return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))

@@ -30,6 +30,7 @@ class DbState(StrEnum):
 class Totals:
     senders: int
     messages: int
+    domains: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +56,10 @@ def schema_state(conn: Connection) -> tuple[DbState, int]:
 def totals(conn: Connection) -> Totals:
     """Whole-mailbox sums from the per-domain rollup (far fewer rows than `senders`)."""
     d = domains.c
-    count, messages = conn.execute(
-        select(func.coalesce(func.sum(d.senders), 0), func.coalesce(func.sum(d.mails_sent), 0))
+    count, messages, domain_count = conn.execute(
+        select(func.coalesce(func.sum(d.senders), 0), func.coalesce(func.sum(d.mails_sent), 0), func.count())
     ).one()
-    return Totals(senders=int(count), messages=int(messages))
+    return Totals(senders=int(count), messages=int(messages), domains=int(domain_count))
 
 
 def source_mix(conn: Connection) -> SourceMix:

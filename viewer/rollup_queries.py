@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, not_, select, true
 
 from shared.models import domain_months, domains, months, sender_months, senders
+from viewer.queries import Totals
 from viewer.sender_queries import SortOrder, gmail_search_url
 from viewer.sql_lists import in_values
 
@@ -137,17 +138,12 @@ def _hidden_by_domain(conn: Connection, exclude: tuple[str, ...]) -> dict[str, t
 
 
 def _adjusted(
-    conn: Connection, row: DomainRow, hidden: tuple[int, int, int, int, int], exclude: tuple[str, ...]
+    row: DomainRow, hidden: tuple[int, int, int, int, int], seen: tuple[int | None, int | None]
 ) -> DomainRow | None:
+    """A domain without its hidden senders (`hidden`: their sums; `seen`: the first and last mail of the rest)."""
     count, mails, size, unread, unsub = hidden
     if row.senders - count <= 0:
         return None
-    s = senders.c
-    first, last = conn.execute(
-        select(func.min(s.first_seen_unix), func.max(s.last_seen_unix)).where(
-            s.domain == row.domain, not_(in_values(s.sender, exclude))
-        )
-    ).one()
     left = row.mails_sent - mails
     return replace(
         row,
@@ -157,14 +153,38 @@ def _adjusted(
         unread=row.unread - unread,
         unread_ratio=_ratio(row.unread - unread, left),
         list_unsubscribe=row.list_unsubscribe - unsub,
-        first_seen_unix=first,
-        last_seen_unix=last,
+        first_seen_unix=seen[0],
+        last_seen_unix=seen[1],
     )
 
 
+def _seen_without(
+    conn: Connection, domain_names: list[str], exclude: tuple[str, ...]
+) -> dict[str, tuple[int | None, int | None]]:
+    """Per domain, the first and last mail of its senders that are not hidden: one grouped query for all of them
+    (a query per domain cost ~20 ms for 1,000 hidden senders in as many domains)."""
+    s = senders.c
+    rows = conn.execute(
+        select(s.domain, func.min(s.first_seen_unix), func.max(s.last_seen_unix))
+        .where(in_values(s.domain, domain_names), not_(in_values(s.sender, exclude)))
+        .group_by(s.domain)
+    )
+    return {str(r[0]): (r[1], r[2]) for r in rows}
+
+
 def domains_page(
-    conn: Connection, *, q: str, exclude: tuple[str, ...], sort: DomainSort, order: SortOrder, offset: int, limit: int
+    conn: Connection,
+    *,
+    q: str,
+    exclude: tuple[str, ...],
+    sort: DomainSort,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+    totals: Totals | None = None,
 ) -> DomainsPage:
+    """One page of domains. `totals`: the whole-table sums the caller already has (kept per database change), which
+    save two passes over every domain row when there is no search."""
     condition: ColumnElement[bool] = true()
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -180,8 +200,11 @@ def domains_page(
         ordering = [column.asc(), _D.domain.desc() if tie_opposite else _D.domain.asc()]
     if sort is DomainSort.DOMAIN:
         ordering = [_D.domain.desc() if desc else _D.domain.asc()]
-    total = conn.execute(select(func.count()).select_from(domains).where(condition)).scalar_one()
-    all_messages = conn.execute(select(func.coalesce(func.sum(_D.mails_sent), 0))).scalar_one()
+    if totals is not None and not q:
+        total, all_messages = totals.domains, totals.messages
+    else:
+        total = conn.execute(select(func.count()).select_from(domains).where(condition)).scalar_one()
+        all_messages = conn.execute(select(func.coalesce(func.sum(_D.mails_sent), 0))).scalar_one()
     # Unaffected domains come straight off the sort's index; the few with hidden senders are recomputed and
     # merged in at their place, so order and paging stay exact.
     unaffected = and_(condition, not_(in_values(_D.domain, hidden))) if hidden else condition
@@ -193,13 +216,14 @@ def domains_page(
     extra: list[DomainRow] = []
     gone = 0
     hidden_messages = sum(h[1] for h in hidden.values())
-    if hidden:
-        for r in conn.execute(select(*domains.c).where(condition, in_values(_D.domain, hidden))):
-            adjusted = _adjusted(conn, _domain_row(r), hidden[str(r[0])], exclude)
-            if adjusted is None:
-                gone += 1
-            else:
-                extra.append(adjusted)
+    affected = [_domain_row(r) for r in conn.execute(select(*domains.c).where(condition, in_values(_D.domain, hidden)))]
+    seen = _seen_without(conn, [r.domain for r in affected], exclude)
+    for row in affected:
+        adjusted = _adjusted(row, hidden[row.domain], seen.get(row.domain, (None, None)))
+        if adjusted is None:
+            gone += 1
+        else:
+            extra.append(adjusted)
     if extra:
         key = _sort_key(sort)
 
