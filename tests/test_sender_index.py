@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,20 @@ def test_a_failed_read_is_logged_and_sql_answers(database: Database, caplog: pyt
     assert "filters are counted by SQLite instead" in caplog.text
     assert keeper.get() is None
     assert (keeper.built.is_set(), calls) == (True, 1)  # not read again for the same version of the file
+
+
+def test_a_closed_keeper_waits_for_its_read_and_keeps_nothing(database: Database) -> None:
+    """The app closes the keeper before it closes the database's engines: a read under way finishes first."""
+    release = threading.Event()
+
+    def slow(conn: Connection) -> SenderIndex:
+        release.wait(30)
+        return build(conn)
+
+    settle(database.path)
+    keeper = _keeper(database, build=slow)
+    keeper.get()
+    threading.Timer(0.2, release.set).start()
+    keeper.close()
+    assert keeper.built.is_set()
+    assert keeper.get() is None

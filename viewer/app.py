@@ -88,6 +88,7 @@ def create_app(
         try:
             yield
         finally:
+            kept_index.close()
             database.engine.dispose()
             database.fallback_engine.dispose()
             if isinstance(chosen, _Closable):

@@ -59,7 +59,7 @@ class IndexKeeper:
         self._current: KeptIndex | None = None
         self._tried: ChangeKey | None = None  # the version last read (or found unreadable): not read again
         self._building: threading.Thread | None = None
-        self.built = threading.Event()  # set after each attempt (tests and the benchmark wait on it)
+        self.built = threading.Event()  # set after each attempt (tests wait on it)
 
     def get(self) -> KeptIndex | None:
         """The index when it holds the database as it is now; else None, and a build starts if the file settled."""
@@ -78,6 +78,14 @@ class IndexKeeper:
                 self._building.start()
         return None
 
+    def close(self, *, wait: float = 10.0) -> None:
+        """No more reads; waits for one under way (it holds a connection to the database about to be closed)."""
+        with self._lock:
+            self._enabled = False
+            building, self._current = self._building, None
+        if building is not None:
+            building.join(wait)
+
     def _build(self, key: ChangeKey) -> None:
         index: SenderIndex | None = None
         started = time.perf_counter()
@@ -89,7 +97,7 @@ class IndexKeeper:
             log.exception("could not read the senders into memory; filters are counted by SQLite instead")
         changed = self._change_key() != key
         with self._lock:
-            if index is not None and not changed:  # else written while read: the next settled version is read
+            if index is not None and not changed and self._enabled:  # else written while read, or closed
                 self._current = KeptIndex(key, index)
                 log.info("sender index: %d senders in %.2f s", index.size, time.perf_counter() - started)
             self._building = None

@@ -70,6 +70,9 @@ class Volume:
     messages: int
 
 
+# Per domain: (senders, mails, bytes, unread, list_unsubscribe) of the hidden senders in it.
+HiddenByDomain = dict[str, tuple[int, int, int, int, int]]
+
 _SORT_COLUMNS: dict[DomainSort, Any] = {
     DomainSort.MAILS_SENT: _D.mails_sent,
     DomainSort.DOMAIN: _D.domain,
@@ -117,7 +120,7 @@ def _sort_key(sort: DomainSort) -> Callable[[DomainRow], Any]:
     return lambda r: getattr(r, attr)
 
 
-def _hidden_by_domain(conn: Connection, exclude: tuple[str, ...]) -> dict[str, tuple[int, int, int, int, int]]:
+def hidden_by_domain(conn: Connection, exclude: tuple[str, ...]) -> HiddenByDomain:
     """Per domain: (senders, mails, bytes, unread, list_unsubscribe) of the hidden senders in it."""
     if not exclude:
         return {}
@@ -182,14 +185,17 @@ def domains_page(
     offset: int,
     limit: int,
     totals: Totals | None = None,
+    hidden: HiddenByDomain | None = None,
 ) -> DomainsPage:
-    """One page of domains. `totals`: the whole-table sums the caller already has (kept per database change), which
-    save two passes over every domain row when there is no search."""
+    """One page of domains. `totals` and `hidden` (`hidden_by_domain(conn, exclude)`): what the caller already has
+    (kept per database change), which saves two passes over every domain row when there is no search, and the
+    hidden senders' lookup on every page of the same set."""
     condition: ColumnElement[bool] = true()
     if q:
         pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         condition = _D.domain.like(pattern, escape="\\")
-    hidden = _hidden_by_domain(conn, exclude)
+    if hidden is None:
+        hidden = hidden_by_domain(conn, exclude)
     column = _SORT_COLUMNS[sort]
     desc = order is SortOrder.DESC
     # As for senders: ties the same way as the value, except under `ix_domains_mails_sent (mails_sent DESC, domain)`.
@@ -305,7 +311,7 @@ def volume(
         known = conn.execute(select(_D.mails_sent).where(_D.domain == domain)).first()
         if known is None:
             return None
-        hidden = _hidden_by_domain(conn, exclude).get(domain)
+        hidden = hidden_by_domain(conn, exclude).get(domain)
         messages = int(known[0]) - (hidden[1] if hidden else 0)
         dm = domain_months.c
         rows = conn.execute(select(dm.month, dm.messages, dm.bytes).where(dm.domain == domain))
