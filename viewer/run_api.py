@@ -69,13 +69,13 @@ async def status(state: StateDep) -> Response:
     """Polled by every open page: a fresh cached answer is served on the event loop (no thread hop, no wait for
     the GIL); only a miss reads the database, in the threadpool."""
     database, control, settings, cache = state.database, state.control, state.settings, state.cache
-    clock, rates, csrf_token = state.clock, state.rates, state.csrf_token
+    clock, rates, csrf_token, index = state.clock, state.rates, state.csrf_token, state.index
     if control.reap_due():
         await run_in_threadpool(control.reap)
     lock_held = is_lock_held(settings.db)
-    state.index.get()  # polled by every open page: reads the senders into memory once an ingester has finished
 
     def compute() -> bytes:
+        index.get()  # at most once a second per change: reads the senders into memory once the file settles
         state = DbState.MISSING
         active = None
         active_out = last_out = None
