@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from shared.errors import ErrorKind
 from shared.summary import SenderRow, all_senders
 from shared.timeutil import Clock
-from viewer import filter_match, rollup_queries, sender_queries
+from viewer import filter_match, rollup_queries, sender_queries, volume_queries
 from viewer.cache import ResponseCache, answer
 from viewer.database import Database
 from viewer.deps import ClockDep, DatabaseDep, StateDep
@@ -238,13 +238,13 @@ async def volume(
     key = ("volume", sender, f.domain, f.exclude)
 
     def compute() -> bytes:
-        found: rollup_queries.Volume | None = rollup_queries.Volume([], 0, 0)
+        found: volume_queries.Volume | None = volume_queries.Volume([], 0, 0)
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.totals is not None and snap.state is DbState.READY:
                     _, hidden = _excluded_sums(database, conn, f.exclude)
-                    found = rollup_queries.volume(
+                    found = volume_queries.volume(
                         conn,
                         sender=sender,
                         domain=f.domain,
