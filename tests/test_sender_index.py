@@ -39,7 +39,7 @@ NEEDLES = st.text(alphabet=ALPHABET.replace("\x00", "").replace("\n", ""), min_s
 def _index(keys: list[str]) -> SenderIndex:
     rows = [(i + 1, 1 + i % 3, 0.0, False, "d.example", key) for i, key in enumerate(keys)]
     ids = [row[0] for row in rows]
-    return from_rows(rows, dict.fromkeys(SortKey, ids))
+    return from_rows([rows], dict.fromkeys(SortKey, ids))
 
 
 def _like(keys: list[str], needle: str) -> list[bool]:
