@@ -1,5 +1,8 @@
 """The senders a narrowing filter matches (a search, a preset, a domain): counted once per filter and database change.
 
+This is SQLite's answer, for when the viewer has no in-memory copy of the senders (`viewer.sender_index`: while an
+ingester writes, when it is turned off, or for a search `LIKE` does not decide).
+
 A filtered page needs the filter's exact total, and counting it is a pass over every match (a trigram search, a
 scan, an index range) that costs far more than the page itself. So the caller keeps the `Match` while the database
 files are unchanged: later pages and sorts of the same filter, and the polls of an open page, reuse it.

@@ -3,7 +3,8 @@
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
 `sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
 common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.filter_match` (once
-per database change) and paged from what it found.
+per database change) and paged from what it found, unless the viewer holds the senders in memory
+(`viewer.sender_index`): then that copy picks the page's ids and `rows_by_ids` reads them.
 """
 
 from __future__ import annotations
