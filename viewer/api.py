@@ -24,7 +24,7 @@ from viewer.export import build_csv
 from viewer.filters import FilterDep, SenderFilter
 from viewer.index_keeper import IndexKeeper, KeptIndex
 from viewer.queries import DbState
-from viewer.rollup_queries import DomainSort
+from viewer.rollup_queries import DomainSort, HiddenByDomain
 from viewer.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -102,6 +102,19 @@ def _excluded_sums(database: Database, conn: Connection, exclude: tuple[str, ...
         return sender_queries.excluded_sums(conn, exclude)
 
     found: tuple[int, int] = database.memo.get(("excluded sums", exclude), database.change_key(), compute)
+    return found
+
+
+def _hidden_by_domain(database: Database, conn: Connection, exclude: tuple[str, ...]) -> HiddenByDomain:
+    """The hidden senders' sums per domain, looked up once per set and database change (every domain page needs
+    them)."""
+    if not exclude:
+        return {}
+
+    def compute() -> HiddenByDomain:
+        return rollup_queries.hidden_by_domain(conn, exclude)
+
+    found: HiddenByDomain = database.memo.get(("hidden by domain", exclude), database.change_key(), compute)
     return found
 
 
@@ -210,11 +223,7 @@ async def domains(
                         offset=offset,
                         limit=limit,
                         totals=snap.totals,
-                        hidden=database.memo.get(
-                            ("hidden by domain", f.exclude),
-                            database.change_key(),
-                            lambda: rollup_queries.hidden_by_domain(conn, f.exclude),
-                        ),
+                        hidden=_hidden_by_domain(database, conn, f.exclude),
                     )
         if page is None:
             return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))

@@ -30,7 +30,7 @@ class DbState(StrEnum):
 class Totals:
     senders: int
     messages: int
-    domains: int = 0
+    domains: int
 
 
 @dataclass(frozen=True, slots=True)
