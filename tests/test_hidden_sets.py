@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
-from tests.viewer_support import csrf_headers, make_settings, seed, viewer
+from tests.viewer_support import csrf_headers, indexed_viewer, make_settings, seed, viewer
 from viewer.hidden import MAX_SETS
 from viewer.security import BODY_CAPS
 
@@ -42,16 +44,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _register(client: Any, senders: list[str]) -> str:
     response = client.post("/api/hidden", json={"senders": senders}, headers=csrf_headers(client))
     assert response.status_code == 200, response.text
-    assert response.json()["count"] == len({s.strip().lower() for s in senders})
+    assert response.json()["count"] == len({s.strip() for s in senders})
     return str(response.json()["hidden"])
 
 
-def test_a_thousand_hidden_senders_leave_totals_paging_domains_volume_and_export(site: Path) -> None:
+def _viewer(site: Path, *, indexed: bool) -> AbstractContextManager[TestClient]:
+    """SQLite looks the hidden senders up, or the viewer's copy of the senders (`viewer.sender_lookup`)."""
+    return indexed_viewer(make_settings(site)) if indexed else viewer(make_settings(site))
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["sqlite", "index"])
+def test_a_thousand_hidden_senders_leave_totals_paging_domains_volume_and_export(site: Path, indexed: bool) -> None:
     hidden = {*HIDDEN, *WHOLE_DOMAINS}
     assert len(hidden) > 1000
     left = [r for r in ROWS if r[0] not in hidden]
     messages = sum(r[2] for r in left)
-    with viewer(make_settings(site)) as client:
+    with _viewer(site, indexed=indexed) as client:
         key = _register(client, sorted(hidden))
         seen: list[str] = []
         for offset in range(0, len(left), 200):
@@ -84,10 +92,39 @@ def test_hidden_and_exclude_add_up(site: Path) -> None:
     assert body["total"] == len(ROWS) - len(HIDDEN) - 1
 
 
-def test_one_set_has_one_id_whatever_its_order_and_case(site: Path) -> None:
+def test_one_set_has_one_id_whatever_its_order(site: Path) -> None:
     with viewer(make_settings(site)) as client:
-        first = _register(client, ["B@x.example", "a@x.example"])
-        assert _register(client, [" a@x.example", "b@X.EXAMPLE", "a@x.example"]) == first
+        first = _register(client, ["b@x.example", "a@x.example"])
+        assert _register(client, [" a@x.example", "b@x.example ", "a@x.example"]) == first
+        # A sender is named exactly: one without an address keeps its case, so case makes another set.
+        assert _register(client, ["B@x.example", "a@x.example"]) != first
+
+
+# What a stranger's From header can leave as a sender: no address (the text keeps its case), no From at all,
+# a NUL; and a plain sender beside them.
+ODD_SENDERS = ["Mailer Daemon", "", "Mail\x00er", "plain@x.example"]
+
+
+@pytest.mark.parametrize("indexed", [False, True], ids=["sqlite", "index"])
+def test_senders_without_an_address_or_with_a_nul_can_be_hidden(tmp_path: Path, indexed: bool) -> None:
+    seed(tmp_path / "stats.db", senders=[(s, "", 2 + i, MONTH, MONTH, 100, 0, 0) for i, s in enumerate(ODD_SENDERS)])
+    with _viewer(tmp_path, indexed=indexed) as client:
+        everyone = client.get("/api/senders").json()
+        assert sorted(s["sender"] for s in everyone["senders"]) == sorted(ODD_SENDERS)
+        for hidden in ODD_SENDERS[:3]:
+            key = _register(client, [hidden])
+            body = client.get("/api/senders", params={"hidden": key}).json()
+            assert hidden not in [s["sender"] for s in body["senders"]]
+            mails = 2 + ODD_SENDERS.index(hidden)
+            assert (body["total"], body["total_messages"]) == (3, everyone["total_messages"] - mails)
+            domains = client.get("/api/domains", params={"hidden": key}).json()
+            assert (
+                domains["total_messages"] == sum(d["mails_sent"] for d in domains["domains"]) == body["total_messages"]
+            )
+            volume = client.get("/api/volume", params={"hidden": key}).json()
+            assert sum(m["messages"] for m in volume["months"]) + volume["undated"] == body["total_messages"]
+            searched = client.get("/api/senders", params={"hidden": key, "q": "e"}).json()  # a filtered page too
+            assert hidden not in [s["sender"] for s in searched["senders"]]
 
 
 def test_an_unknown_or_malformed_set_is_refused_with_the_error_shape(site: Path) -> None:

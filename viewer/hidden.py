@@ -18,8 +18,11 @@ ID_PATTERN = "^[0-9a-f]{32}$"
 
 
 def normalise(senders: Iterable[str]) -> tuple[str, ...]:
-    """What `exclude=` also does: trimmed, lower-case, unique and sorted, empty values dropped."""
-    return tuple(sorted({s.strip().lower() for s in senders if s.strip()}))
+    """What `exclude=` also does: trimmed (no stored sender has surrounding blanks), unique and sorted.
+
+    Otherwise a sender is named exactly as the API gives it: an address is stored lower-case, but a sender without
+    one keeps its case ("Mailer Daemon"), and `""` is the messages that named no sender."""
+    return tuple(sorted({s.strip() for s in senders}))
 
 
 def set_id(senders: tuple[str, ...]) -> str:

@@ -78,7 +78,7 @@ class SenderRowOut(SenderOut):
 
 class HiddenOut(_Out):
     hidden: str = Field(description="the set's id: pass it as `hidden=` to the senders, domains, volume and export")
-    count: int = Field(description="distinct hidden senders in the set (trimmed, lower-cased)")
+    count: int = Field(description="distinct hidden senders in the set (trimmed)")
 
 
 class SendersOut(_Out):

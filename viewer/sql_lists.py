@@ -1,7 +1,9 @@
 """Lists of any length bound into SQL as one JSON array parameter (hidden senders, matching ids).
 
 SQLite caps bound parameters (32,766), and a list of a thousand hidden senders should not become a thousand of
-them; `IN (SELECT value FROM json_each(?))` is still one index lookup per member. Builds expressions only.
+them; `IN (SELECT value FROM json_each(?))` is still one index lookup per member. SQLite's JSON reads a string only
+up to a NUL, though, and a sender can hold one (a stranger's From header), so such values are written into the
+statement as hex text literals instead (no parameter, so no cap). Builds expressions only.
 """
 
 from __future__ import annotations
@@ -10,12 +12,25 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, func, literal_column, or_, select
 
 
 def in_values(column: ColumnElement[Any], values: Iterable[str | int]) -> ColumnElement[bool]:
     """`column IN values`, whatever the number of values."""
-    return in_json(column, json.dumps(list(values)))
+    listed = list(values)
+    with_nul = [v for v in listed if isinstance(v, str) and "\x00" in v]
+    if not with_nul:
+        return in_json(column, json.dumps(listed))
+    plain = [v for v in listed if not (isinstance(v, str) and "\x00" in v)]
+    spelled: list[ColumnElement[Any]] = [
+        literal_column(f"CAST(X'{_utf8(v).hex()}' AS TEXT)") for v in with_nul if isinstance(v, str)
+    ]
+    return or_(in_json(column, json.dumps(plain)), column.in_(spelled))
+
+
+def _utf8(value: str) -> bytes:
+    """As SQLite stores text (a lone surrogate cannot be stored, so its bytes match nothing)."""
+    return value.encode("utf-8", "surrogatepass")
 
 
 def in_json(column: ColumnElement[Any], array: str) -> ColumnElement[bool]:
