@@ -5,7 +5,7 @@ Every route declares its pydantic answer (`viewer.schemas`), which is also the O
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -22,9 +22,10 @@ from viewer.deps import ClockDep, DatabaseDep, StateDep
 from viewer.errors import ApiError
 from viewer.export import build_csv
 from viewer.filters import FilterDep, SenderFilter
-from viewer.index_keeper import IndexKeeper, KeptIndex
+from viewer.hidden_facts import EMPTY, HiddenSet
+from viewer.index_keeper import ChangeKey, IndexKeeper, KeptIndex
 from viewer.queries import DbState
-from viewer.rollup_queries import DomainSort, HiddenByDomain
+from viewer.rollup_queries import DomainSort
 from viewer.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -92,30 +93,23 @@ async def senders(
     return Response(await answer(cache, key, database.change_key(), compute), media_type="application/json")
 
 
-def _excluded_sums(database: Database, conn: Connection, exclude: tuple[str, ...]) -> tuple[int, int]:
-    """The hidden senders' (senders, messages), looked up once per set and database change (every page needs
-    them: 1,000 hidden senders cost ~5 ms to find)."""
+@dataclass(frozen=True, slots=True)
+class _Hidden:
+    """A request's hidden senders, and what later lookups for them use: the files' version and, when it holds
+    that version, the viewer's copy of the senders (`viewer.sender_index`), which finds them without SQLite."""
+
+    senders: HiddenSet
+    version: ChangeKey
+    memory: SenderIndex | None
+
+
+def _hidden(database: Database, index: IndexKeeper, conn: Connection, exclude: tuple[str, ...]) -> _Hidden:
+    """The hidden senders that exist and their sums, kept per set while the files are unchanged."""
     if not exclude:
-        return 0, 0
-
-    def compute() -> tuple[int, int]:
-        return sender_queries.excluded_sums(conn, exclude)
-
-    found: tuple[int, int] = database.memo.get(("excluded sums", exclude), database.change_key(), compute)
-    return found
-
-
-def _hidden_by_domain(database: Database, conn: Connection, exclude: tuple[str, ...]) -> HiddenByDomain:
-    """The hidden senders' sums per domain, looked up once per set and database change (every domain page needs
-    them)."""
-    if not exclude:
-        return {}
-
-    def compute() -> HiddenByDomain:
-        return rollup_queries.hidden_by_domain(conn, exclude)
-
-    found: HiddenByDomain = database.memo.get(("hidden by domain", exclude), database.change_key(), compute)
-    return found
+        return _Hidden(EMPTY, database.change_key(), None)
+    kept = index.get()
+    version, memory = (kept.key, kept.index) if kept is not None else (database.change_key(), None)
+    return _Hidden(database.hidden.hidden_set(conn, version, exclude, memory), version, memory)
 
 
 def _row_out(row: SenderListRow) -> SenderRowOut:
@@ -137,11 +131,11 @@ def _senders(
         with database.connect() as conn:
             snap = database.require_ready(conn)
             if snap.totals is not None and snap.state is DbState.READY:
-                hidden_senders, hidden_messages = _excluded_sums(database, conn, f.exclude)
-                everyone = (snap.totals.senders - hidden_senders, snap.totals.messages - hidden_messages)
+                hidden = _hidden(database, index, conn, f.exclude).senders
+                everyone = (snap.totals.senders - hidden.senders, snap.totals.messages - hidden.messages)
                 kept = index.get() if f.narrows and SenderIndex.covers(f) else None
                 if kept is not None:
-                    page = _indexed_page(conn, database.memo, kept, f, sort, order, offset, limit)
+                    page = _indexed_page(conn, database.memo, kept, f, hidden, sort, order, offset, limit)
                 else:
                     counted: filter_match.Match | tuple[int, int] = everyone
                     if f.narrows:  # the same filter on another page or sort, or polled: counted once
@@ -156,8 +150,8 @@ def _senders(
                     total=page.total,
                     matched_messages=page.matched_messages,
                     senders=[_row_out(s) for s in page.senders],
-                    total_messages=snap.totals.messages - hidden_messages,
-                    total_senders=snap.totals.senders - hidden_senders,
+                    total_messages=snap.totals.messages - hidden.messages,
+                    total_senders=snap.totals.senders - hidden.senders,
                     top_sender=_row_out(top) if top is not None else None,
                     generated_at_unix=now,
                 )
@@ -177,6 +171,7 @@ def _indexed_page(
     memo: ResponseCache,
     kept: KeptIndex,
     f: SenderFilter,
+    hidden: HiddenSet,
     sort: SortKey,
     order: SortOrder,
     offset: int,
@@ -186,7 +181,7 @@ def _indexed_page(
     for later pages and sorts), the page's ids come in the sort's order, and only those rows are read."""
 
     def select() -> IndexedMatch:
-        return kept.index.select(f, hidden_ids=sender_queries.excluded_ids(conn, f.exclude))
+        return kept.index.select(f, hidden_ids=hidden.ids)
 
     chosen = memo.get(("indexed", f.key()), kept.key, select)
     ids = kept.index.page(chosen, sort=sort, order=order, offset=offset, limit=limit)
@@ -214,16 +209,17 @@ async def domains(
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.state is DbState.READY:
+                    hidden = _hidden(database, state.index, conn, f.exclude)
                     page = rollup_queries.domains_page(
                         conn,
                         q=f.q,
-                        exclude=f.exclude,
                         sort=sort,
                         order=order,
                         offset=offset,
                         limit=limit,
                         totals=snap.totals,
-                        hidden=_hidden_by_domain(database, conn, f.exclude),
+                        hidden=hidden.senders.by_domain,
+                        seen=database.hidden.seen_without(conn, hidden.version, hidden.senders, hidden.memory),
                     )
         if page is None:
             return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))
@@ -252,13 +248,14 @@ async def volume(
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.totals is not None and snap.state is DbState.READY:
-                    _, hidden = _excluded_sums(database, conn, f.exclude)
+                    hidden = _hidden(database, state.index, conn, f.exclude)
                     found = volume_queries.volume(
                         conn,
                         sender=sender,
                         domain=f.domain,
-                        exclude=f.exclude,
-                        total=snap.totals.messages - hidden,
+                        total=snap.totals.messages - hidden.senders.messages,
+                        hidden=hidden.senders,
+                        hidden_months=lambda: database.hidden.months(conn, hidden.version, f.exclude),
                     )
         if found is None:
             raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")

@@ -19,6 +19,7 @@ from shared.errors import ErrorKind
 from viewer import queries
 from viewer.cache import ResponseCache
 from viewer.errors import ApiError, from_bad_contents, from_database_error
+from viewer.hidden_facts import HiddenFacts
 from viewer.queries import DbState, SourceMix, Totals
 
 # Even with an unchanged key, recompute now and then (cheap insurance against a key that misses a change).
@@ -49,6 +50,8 @@ class Database:
         self._cached: tuple[tuple[int, ...], float, Totals, SourceMix] | None = None
         # Facts worth keeping across requests while the files are unchanged (e.g. a filter's matches).
         self.memo = ResponseCache(ttl=_CACHE_SECONDS, max_entries=_MEMO_ENTRIES)
+        # The hidden senders' sums, per set, while the files are unchanged.
+        self.hidden = HiddenFacts()
 
     def exists(self) -> bool:
         return self.path.is_file()

@@ -4,7 +4,9 @@ Counting a filter that no SQLite index narrows (a search of one or two character
 reads every sender: 10-40 ms at 200,000 senders, each time the filter is new. The viewer never writes the
 database, so it can keep, for one version of the file, a columnar copy in numpy arrays (about 300 bytes per
 sender): the search keys as one folded byte string, the columns the presets test, and each sort's order. A
-filter is then a mask (0.1-6 ms at 200,000 senders) and a page the first ids of the sort's order under it.
+filter is then a mask (0.1-6 ms at 200,000 senders) and a page the first ids of the sort's order under it. It also
+finds hidden senders by address, with what the pages take away for them (`viewer.sender_lookup`, ~90 bytes more
+per sender).
 
 Exact by construction where it can be: the orders are read from SQLite with the pages' own `ORDER BY`, the unread
 share is SQLite's own quotient. A search means what `LIKE` means on `search_key` (ASCII case folding, the text
@@ -15,7 +17,7 @@ more (the trigram index's Unicode folding), stays with SQL (`covers`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,10 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection, Select, or_, select
 
 from shared.models import senders
+from viewer import sender_lookup
 from viewer.filters import SenderFilter
+from viewer.hidden_queries import HiddenSender, Seen
+from viewer.sender_lookup import SenderLookup
 from viewer.sender_queries import UNREAD_RATIO, SortKey, SortOrder, order_by, uses_trigrams
 
 _S = senders.c
@@ -63,6 +68,8 @@ class SenderIndex:
     frequency: NDArray[np.int64]  # how often each byte value occurs in `chars`
     holders: NDArray[np.uint8]  # per byte value, a packed bit per sender: its key holds that byte
     orders: dict[SortKey, NDArray[np.int32]]  # positions, in each sort's descending order
+    domain_names: tuple[str, ...]  # by domain code
+    lookup: SenderLookup | None = None  # the addresses and what hidden senders subtract (read by `build`)
 
     @property
     def size(self) -> int:
@@ -86,11 +93,7 @@ class SenderIndex:
         if f.has_unsubscribe is not None:
             mask &= self.has_unsubscribe == f.has_unsubscribe
         if hidden_ids:
-            wanted = np.asarray(hidden_ids, dtype=np.int64)
-            at = np.searchsorted(self.ids, wanted)
-            inside = at < self.size
-            at, wanted = at[inside], wanted[inside]
-            mask[at[self.ids[at] == wanted]] = False
+            mask[self._positions(hidden_ids)] = False
         return IndexedMatch(int(np.count_nonzero(mask)), int(self.mails[mask].sum()), mask)
 
     def page(self, chosen: IndexedMatch, *, sort: SortKey, order: SortOrder, offset: int, limit: int) -> list[int]:
@@ -100,6 +103,38 @@ class SenderIndex:
         if order is SortOrder.ASC:
             matched = matched[::-1]
         return [int(i) for i in self.ids[matched[offset : offset + limit]]]
+
+    def hidden_senders(self, names: Iterable[str]) -> list[HiddenSender] | None:
+        """What `hidden_queries.hidden_senders` reads from SQLite; None without the lookup."""
+        if self.lookup is None:
+            return None
+        found = self.lookup.positions(names)
+        at = np.fromiter(found.values(), dtype=np.int64, count=len(found))
+        lookup, codes = self.lookup, self.domain_codes[at].tolist()
+        columns = (self.ids, self.mails, lookup.bytes, lookup.unread, lookup.list_unsubscribe)
+        ids, mails, size, unread, unsubscribe = (column[at].tolist() for column in columns)
+        domains = [self.domain_names[c] for c in codes]
+        return [HiddenSender(*row) for row in zip(found, ids, domains, mails, size, unread, unsubscribe, strict=True)]
+
+    def seen_without(self, domains: list[str], hidden_ids: list[int]) -> dict[str, Seen] | None:
+        """What `hidden_queries.seen_without` reads from SQLite (for the senders of `hidden_ids`); None without the
+        lookup."""
+        if self.lookup is None:
+            return None
+        known = [d for d in domains if d in self.domains]
+        hidden = np.zeros(self.size, dtype=np.bool_)
+        hidden[self._positions(hidden_ids)] = True
+        seen = self.lookup.seen_without([self.domains[d] for d in known], hidden)
+        return {d: s for d, s in zip(known, seen, strict=True) if s != (None, None)}
+
+    def _positions(self, ids: list[int]) -> NDArray[np.int64]:
+        """The positions of those of `ids` that are in the index."""
+        wanted = np.asarray(ids, dtype=np.int64)
+        at = np.searchsorted(self.ids, wanted)
+        inside = at < self.size
+        at, wanted = at[inside], wanted[inside]
+        found: NDArray[np.int64] = at[self.ids[at] == wanted]
+        return found
 
     def _searched(self, needle: bytes) -> NDArray[np.bool_]:
         """The senders whose folded key holds `needle` (no NUL, so a match never runs into the next key).
@@ -164,7 +199,12 @@ def build(conn: Connection) -> SenderIndex:
     orders = {sort: _ids(conn, select(_S.id).order_by(*order_by(sort, SortOrder.DESC))) for sort in SortKey}
     known = or_(_S.unsubscribe_web.is_not(None), _S.unsubscribe_mailto.is_not(None))
     columns = select(_S.id, _S.mails_sent, UNREAD_RATIO, known, _S.domain, _S.search_key).order_by(_S.id)
-    return from_rows(_chunks(conn, columns), orders)
+    index = from_rows(_chunks(conn, columns), orders)
+    more = select(_S.id, _S.sender, _S.bytes, _S.unread, _S.list_unsubscribe, _S.first_seen_unix, _S.last_seen_unix)
+    lookup = sender_lookup.from_rows(
+        _chunks(conn, more.order_by(_S.id)), ids=index.ids, codes=index.domain_codes, domains=len(index.domains)
+    )
+    return replace(index, lookup=lookup)
 
 
 def from_rows(
@@ -211,6 +251,7 @@ def from_rows(
             sort: np.searchsorted(ids, np.asarray(ranked, dtype=np.int64)).astype(np.int32)
             for sort, ranked in orders.items()
         },
+        domain_names=tuple(domains),
     )
 
 

@@ -264,13 +264,6 @@ def rows_by_ids(conn: Connection, ids: list[int]) -> list[SenderListRow]:
     return [_row(r) for r in conn.execute(stmt)]
 
 
-def excluded_ids(conn: Connection, exclude: tuple[str, ...]) -> list[int]:
-    """The ids of the hidden senders that exist."""
-    if not exclude:
-        return []
-    return list(conn.execute(select(_S.id).where(in_values(_S.sender, exclude))).scalars())
-
-
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
     found = conn.execute(
         select(*_COLUMNS)
@@ -279,16 +272,6 @@ def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow |
         .limit(1)
     ).first()
     return _row(found) if found is not None else None
-
-
-def excluded_sums(conn: Connection, exclude: tuple[str, ...]) -> tuple[int, int]:
-    """(senders, messages) of the hidden senders that exist: subtracted from the cached whole-table totals."""
-    if not exclude:
-        return 0, 0
-    count, messages = conn.execute(
-        select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(in_values(_S.sender, exclude))
-    ).one()
-    return int(count), int(messages)
 
 
 def iter_senders(conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> Iterator[SenderListRow]:

@@ -48,8 +48,9 @@ class ViewerSettings(CommonSettings):
     sender_index: bool = Field(
         default=True,
         description=(
-            "Keep a copy of the senders in memory (about 300 bytes each) once the database settles, so searches and"
-            " presets are counted in a few milliseconds; false counts them in SQLite (10-40 ms at 200,000 senders)."
+            "Keep a copy of the senders in memory (about 400 bytes each) once the database settles, so searches,"
+            " presets and new sets of hidden senders take a few milliseconds; false asks SQLite (10-40 ms at 200,000"
+            " senders)."
         ),
     )
 

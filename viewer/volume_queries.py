@@ -1,18 +1,19 @@
 """Mail per calendar month, read from the rollups the ingesters keep (`months`, `domain_months`, `sender_months`).
 
-Hidden senders are subtracted exactly: their own monthly rows are few. Read-only; returns dataclasses.
+Hidden senders are subtracted exactly: their own monthly rows are few (`viewer.hidden_facts` keeps their sums).
+Read-only; returns dataclasses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, select
 
 from shared.models import domain_months, domains, months, sender_months, senders
-from viewer.rollup_queries import hidden_by_domain
-from viewer.sql_lists import in_values
+from viewer.hidden_facts import HiddenSet
+from viewer.hidden_queries import MonthSums, months_of
 
 _D = domains.c
 
@@ -58,49 +59,46 @@ def _fill(found: dict[str, list[int]]) -> list[MonthCount]:
 
 
 def volume(
-    conn: Connection, *, sender: str | None, domain: str | None, exclude: tuple[str, ...], total: int
+    conn: Connection,
+    *,
+    sender: str | None,
+    domain: str | None,
+    total: int,
+    hidden: HiddenSet,
+    hidden_months: Callable[[], MonthSums],
 ) -> Volume | None:
-    """Monthly counts of one sender, one domain, or everything (minus hidden senders); None when unknown.
+    """Monthly counts of one sender, one domain, or everything less the `hidden` senders (`total`: the messages
+    not hidden; `hidden_months`: their mail per month, asked for only when needed); None when unknown.
 
     `undated` is the scope's message count minus its dated months, so the answer adds up exactly.
     """
-    sm = sender_months.c
     found: dict[str, list[int]] = {}
+    subtract: MonthSums = {}
     if sender is not None:
         known = conn.execute(select(senders.c.mails_sent).where(senders.c.sender == sender)).first()
         if known is None:
             return None
         messages = int(known[0])
+        sm = sender_months.c
         rows = conn.execute(select(sm.month, sm.messages, sm.bytes).where(sm.sender == sender))
-        hidden_rows: Any = []
     elif domain is not None:
         known = conn.execute(select(_D.mails_sent).where(_D.domain == domain)).first()
         if known is None:
             return None
-        hidden = hidden_by_domain(conn, exclude).get(domain)
-        messages = int(known[0]) - (hidden[1] if hidden else 0)
+        in_domain = hidden.members_by_domain.get(domain, ())
+        messages = int(known[0]) - (hidden.by_domain[domain][1] if in_domain else 0)
         dm = domain_months.c
         rows = conn.execute(select(dm.month, dm.messages, dm.bytes).where(dm.domain == domain))
-        hidden_rows = _hidden_months(conn, exclude, domain=domain) if hidden else []
+        subtract = months_of(conn, in_domain)
     else:
         messages = total
         rows = conn.execute(select(months.c.month, months.c.messages, months.c.bytes))
-        hidden_rows = _hidden_months(conn, exclude, domain=None)
+        subtract = hidden_months() if hidden.senders else {}
     for month, n, b in rows:
         found[str(month)] = [int(n), int(b)]
-    for month, n, b in hidden_rows:
-        sums = found.setdefault(str(month), [0, 0])
-        sums[0] -= int(n)
-        sums[1] -= int(b)
+    for month, (n, b) in subtract.items():
+        sums = found.setdefault(month, [0, 0])
+        sums[0] -= n
+        sums[1] -= b
     series = _fill(found)
     return Volume(months=series, undated=messages - sum(m.messages for m in series), messages=messages)
-
-
-def _hidden_months(conn: Connection, exclude: tuple[str, ...], *, domain: str | None) -> list[tuple[str, int, int]]:
-    if not exclude:
-        return []
-    sm, s = sender_months.c, senders.c
-    stmt = select(sm.month, func.sum(sm.messages), func.sum(sm.bytes)).where(in_values(sm.sender, exclude))
-    if domain is not None:
-        stmt = stmt.where(sm.sender.in_(select(s.sender).where(s.domain == domain, in_values(s.sender, exclude))))
-    return [(str(m), int(n), int(b)) for m, n, b in conn.execute(stmt.group_by(sm.month))]
