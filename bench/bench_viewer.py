@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -192,8 +193,12 @@ def _index_build() -> tuple[float, float]:
         index = build(conn)
         seconds = time.perf_counter() - started
     database.engine.dispose()
-    arrays = [getattr(index, name) for name in index.__slots__ if hasattr(getattr(index, name), "nbytes")]
-    held = sum(a.nbytes for a in arrays) + sum(o.nbytes for o in index.orders.values())
+    # `text` is not counted: `chars` is a view of it.
+    parts = [getattr(index, name) for name in index.__slots__ if hasattr(getattr(index, name), "nbytes")]
+    if index.lookup is not None:  # the hidden senders' columns (`viewer.sender_lookup`), addresses included
+        parts += [getattr(index.lookup, name) for name in index.lookup.__slots__]
+    held = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
+    held += sum(o.nbytes for o in index.orders.values())
     return seconds, held / 1e6
 
 
@@ -225,6 +230,64 @@ def _register_hidden(base: str, senders: list[str]) -> str:
         token = client.get("/api/status").json()["csrf_token"]
         headers = {"X-Gmail-Stats-Csrf": token}
         return str(client.post("/api/hidden", json={"senders": senders}, headers=headers).json()["hidden"])
+
+
+def _thousand(start: int) -> list[str]:
+    """1,000 hidden senders spread over the mailbox (every 200th from `start`, over 150 domains), the busiest first."""
+    return [_address(k) for k in range(start, SENDERS, SENDERS // 1000)]
+
+
+def _address(k: int) -> str:
+    return f"s{k}@news.d{k % DOMAINS}.co.uk"
+
+
+def _hidden_sets(base: str) -> dict[str, list[float]]:
+    """1,000 hidden senders: pages of one set; a Hide click (the set plus one more sender each time, as the page
+    sends it); and new sets of 1,000 that share nothing with any set before (a viewer just restarted)."""
+    extra: dict[str, list[float]] = {}
+    hidden = f"&hidden={_register_hidden(base, _thousand(0))}"
+    extra["page, 1,000 hidden senders"] = _single(base, "/api/senders?limit=50&offset={}" + hidden, 10)
+    extra["page sorted by bytes, 1,000 hidden"] = _single(
+        base, "/api/senders?limit=50&sort=bytes&offset={}" + hidden, 10
+    )
+    extra["domains, 1,000 hidden senders"] = _single(base, "/api/domains?limit=50&offset={}" + hidden, 10)
+    routes = {"page": "/api/senders?limit=50", "domains": "/api/domains?limit=50", "volume": "/api/volume?"}
+    news: list[tuple[str, Callable[[int], str]]] = []
+    for label, route in routes.items():
+        shift = len(label)  # each route its own senders, so none reuses another's lookups
+        extra[f"{label}, a Hide click (1,000 hidden + one more)"] = _each(base, _one_more(route, shift, hidden))
+        news.append((f"{label}, a new set of 1,000 (none known)", _fresh_set(base, route, shift)))
+    for label, fresh in news:  # last: each registers sets, and the viewer holds only the last 8
+        extra[label] = _each(base, fresh)
+    return extra
+
+
+def _one_more(route: str, shift: int, hidden: str) -> Callable[[int], str]:
+    """A different existing sender each time, hidden on top of the 1,000 (`exclude=` adds to `hidden=`)."""
+    return lambda i: f"{route}&exclude={_address(50 + 1000 * i + shift)}{hidden}"
+
+
+def _fresh_set(base: str, route: str, shift: int) -> Callable[[int], str]:
+    """A set sharing no sender with any other (every 200th sender from a start of its own), registered."""
+    return lambda i: f"{route}&hidden={_register_hidden(base, _thousand(1 + 20 * i + shift))}"
+
+
+def _each(base: str, make_url: Callable[[int], str], count: int = 10) -> list[float]:
+    """`count` timed requests on one connection, each to the URL `make_url(i)` returns (made untimed)."""
+    samples = []
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for i in range(count):
+            url = make_url(i)
+            gc.collect()
+            gc.disable()
+            try:
+                t0 = time.perf_counter()
+                response = client.get(url)
+                assert response.status_code == 200, (url[:120], response.text[:300])
+                samples.append(time.perf_counter() - t0)
+            finally:
+                gc.enable()
+    return samples
 
 
 def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
@@ -286,15 +349,7 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
             base, "/api/domains?limit=50&offset={}" + "".join(f"&exclude=s{i}@news.d{i}.co.uk" for i in range(5)), 10
         )
     if "hidden" in parts:
-        # 1,000 hidden senders spread over the mailbox (every 200th, so over ~1,000 domains), the busiest first.
-        key = _register_hidden(base, [f"s{k}@news.d{k % DOMAINS}.co.uk" for k in range(0, SENDERS, SENDERS // 1000)])
-        hidden = f"&hidden={key}"
-        extra["page, 1,000 hidden senders"] = _single(base, "/api/senders?limit=50&offset={}" + hidden, 10)
-        extra["page sorted by bytes, 1,000 hidden"] = _single(
-            base, "/api/senders?limit=50&sort=bytes&offset={}" + hidden, 10
-        )
-        extra["domains, 1,000 hidden senders"] = _single(base, "/api/domains?limit=50&offset={}" + hidden, 10)
-        extra["volume, 1,000 hidden senders"] = _single(base, "/api/volume?exclude=s{}@x" + hidden, 10)
+        extra.update(_hidden_sets(base))
     if "volume" in parts:
         extra["volume, whole mailbox"] = _single(base, "/api/volume?exclude=s{}@x", repeat=10)
         extra["volume, top sender"] = _single(base, "/api/volume?sender=s0@news.d0.co.uk&exclude=s{}@x", repeat=10)
