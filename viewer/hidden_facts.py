@@ -162,7 +162,8 @@ class HiddenFacts:
             missing = [d for d in domains if d not in found]
             if missing:
                 their_hidden = [name for d in missing for name in hidden.members_by_domain.get(d, ())]
-                fresh = memory.seen_without(missing, [hidden.found[n].id for n in their_hidden]) if memory else None
+                ids = [hidden.found[n].id for n in their_hidden]
+                fresh = memory.seen_without(missing, ids) if memory is not None else None
                 if fresh is None:
                     fresh = hidden_queries.seen_without(conn, missing, their_hidden)
                 looked_up = {d: fresh.get(d, (None, None)) for d in missing}
