@@ -101,3 +101,33 @@ def test_hidden_senders_survive_a_restart_of_the_viewer(chromium: Browser, tmp_p
     expected = ("ERR_CONNECTION_REFUSED", "status of 403")
     assert [p for p in console.problems if not any(e in p for e in expected)] == []
     assert sum("status of 403" in p for p in console.problems) <= 1
+
+
+# Senders a stranger's From header can leave: no From at all ("(no sender)"), no address (the text keeps its case),
+# a NUL. Before, the server lower-cased hidden names, dropped "" and could not match a NUL: Hide took the row off
+# the page while the tiles and the range still counted it.
+ODD = [("", "", 7, DAY, DAY, 100, 0, 0), ("Mailer Daemon", "", 5, DAY, DAY, 100, 0, 0)]
+ODD += [("Mail\x00er", "", 4, DAY, DAY, 100, 0, 0), ("a@x.example", "A", 2, DAY, DAY, 100, 0, 0)]
+
+
+def test_senders_without_an_address_leave_the_totals_when_hidden(
+    chromium: Browser, tmp_path: Path, db_path: Path
+) -> None:
+    seed(db_path, ODD)
+    with serve(make_settings(tmp_path)) as url:
+        page, console = new_page(chromium)
+        page.goto(url)
+        expect(page.locator("#rows tr")).to_have_count(4)
+        left, messages = 4, 18
+        for sender, _, mails, *_ in ODD[:3]:  # most mail first: each is the top row when its turn comes
+            first = page.locator("#rows tr").first
+            assert first.evaluate("row => row.dataset.sender") == sender
+            first.get_by_role("button", name=re.compile("^Hide")).click()
+            left, messages = left - 1, messages - mails
+            expect(page.locator("#tile-senders")).to_have_text(str(left))
+            expect(page.locator("#tile-messages")).to_have_text(str(messages))
+            expect(page.locator("#range")).to_have_text(f"1\u2013{left} of {left} sender" + ("s" if left > 1 else ""))
+            expect(page.locator("#rows tr")).to_have_count(left)
+        shoot(page, "hidden-senders-without-an-address")
+        page.evaluate("localStorage.clear()")
+        assert console.problems == []

@@ -21,7 +21,7 @@ export async function openDetail({ kind, row, totalMessages }) {
   const isSender = kind === "sender";
   const name = isSender ? row.display_name || row.sender || "(no sender)" : row.domain || "(no domain)";
   $("detail-title").textContent = name;
-  $("detail-key").textContent = isSender ? (row.display_name ? row.sender : "") : `${fmt(row.senders)} senders`;
+  $("detail-key").textContent = isSender ? (row.display_name ? row.sender : "") : `${fmt(row.senders)} sender${row.senders === 1 ? "" : "s"}`;
   const ratio = table.unreadRatio(row);
   const share = totalMessages ? row.mails_sent / totalMessages : 0;
   const facts = [

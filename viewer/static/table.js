@@ -159,7 +159,7 @@ export function renderTable(page) {
 
   const first = page.total ? t.offset + 1 : 0;
   const last = Math.min(t.offset + t.limit, page.total);
-  const noun = state.view === "domains" ? "domains" : "senders";
+  const noun = (state.view === "domains" ? "domain" : "sender") + (page.total === 1 ? "" : "s");
   const range = `${fmt(first)}–${fmt(last)} of ${fmt(page.total)} ${noun}`;
   $("range").textContent = range;
   $("range-bottom").textContent = range;
