@@ -28,7 +28,7 @@ from shared.models import senders
 from viewer import sender_lookup
 from viewer.filters import SenderFilter
 from viewer.hidden_queries import HiddenSender, Seen
-from viewer.sender_lookup import SenderLookup
+from viewer.sender_lookup import SenderLookup, joined
 from viewer.sender_queries import UNREAD_RATIO, SortKey, SortOrder, order_by, uses_trigrams
 
 _S = senders.c
@@ -225,7 +225,7 @@ def from_rows(
         codes = [domains.setdefault(r[4], len(domains)) if r[4] is not None else _NO_DOMAIN for r in rows]
         parts["codes"].append(np.asarray(codes, dtype=np.int32))
         parts["lengths"].append(np.fromiter((len(k) for k in keys), dtype=np.int64, count=len(rows)))
-    ids, lengths = _joined(parts["ids"], np.int64), _joined(parts["lengths"], np.int64)
+    ids, lengths = joined(parts["ids"], np.int64), joined(parts["lengths"], np.int64)
     size = len(ids)
     starts = np.zeros(size, dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
@@ -236,10 +236,10 @@ def from_rows(
         holders[byte] = np.packbits(np.logical_or.reduceat(chars == byte, starts))
     return SenderIndex(
         ids=ids,
-        mails=_joined(parts["mails"], np.int64),
-        unread_ratio=_joined(parts["ratios"], np.float64),
-        has_unsubscribe=_joined(parts["unsubscribe"], np.bool_),
-        domain_codes=_joined(parts["codes"], np.int32),
+        mails=joined(parts["mails"], np.int64),
+        unread_ratio=joined(parts["ratios"], np.float64),
+        has_unsubscribe=joined(parts["unsubscribe"], np.bool_),
+        domain_codes=joined(parts["codes"], np.int32),
         domains=domains,
         text=text,
         chars=chars,
@@ -253,10 +253,6 @@ def from_rows(
         },
         domain_names=tuple(domains),
     )
-
-
-def _joined(parts: list[Any], dtype: type[np.generic]) -> Any:
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def _ids(conn: Connection, stmt: Select[Any]) -> NDArray[np.int64]:

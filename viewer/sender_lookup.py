@@ -120,12 +120,12 @@ def from_rows(
             parts[name].append(np.fromiter((r[k] or 0 for r in rows), dtype=np.int64, count=len(rows)))  # NULL: 0
         for name, k in (("first_known", 5), ("last_known", 6)):
             parts[name].append(np.fromiter((r[k] is not None for r in rows), dtype=np.bool_, count=len(rows)))
-    if not np.array_equal(_joined(parts["ids"], np.int64), ids):
+    if not np.array_equal(joined(parts["ids"], np.int64), ids):
         raise ValueError("the senders changed between the two reads of the index")
-    lengths = _joined(parts["lengths"], np.int64)
+    lengths = joined(parts["lengths"], np.int64)
     bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
-    hashes = _joined(parts["hashes"], np.uint64)
+    hashes = joined(parts["hashes"], np.uint64)
     by_hash = np.argsort(hashes, kind="stable").astype(np.int32)
     by_domain = np.argsort(codes, kind="stable").astype(np.int32)
     return SenderLookup(
@@ -133,17 +133,18 @@ def from_rows(
         bounds=bounds,
         hashes=hashes[by_hash],
         by_hash=by_hash,
-        bytes=_joined(parts["bytes"], np.int64),
-        unread=_joined(parts["unread"], np.int64),
-        list_unsubscribe=_joined(parts["unsubscribe"], np.int64),
-        first_seen=_joined(parts["first"], np.int64),
-        last_seen=_joined(parts["last"], np.int64),
-        first_known=_joined(parts["first_known"], np.bool_),
-        last_known=_joined(parts["last_known"], np.bool_),
+        bytes=joined(parts["bytes"], np.int64),
+        unread=joined(parts["unread"], np.int64),
+        list_unsubscribe=joined(parts["unsubscribe"], np.int64),
+        first_seen=joined(parts["first"], np.int64),
+        last_seen=joined(parts["last"], np.int64),
+        first_known=joined(parts["first_known"], np.bool_),
+        last_known=joined(parts["last_known"], np.bool_),
         by_domain=by_domain,
         domain_bounds=np.searchsorted(codes[by_domain], np.arange(domains + 1)).astype(np.int64),
     )
 
 
-def _joined(parts: list[Any], dtype: type[np.generic]) -> Any:
+def joined(parts: list[Any], dtype: type[np.generic]) -> Any:
+    """One array of the chunks' arrays (an empty one of `dtype` when there were no rows); `sender_index` too."""
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
