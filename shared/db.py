@@ -33,6 +33,12 @@ def create_private(path: Path) -> None:
     os.close(fd)
 
 
+def tighten_database_to_private(db_path: Path) -> None:
+    """`tighten_to_private` for the database and its sidecars, once the file is known to be ours (migrated)."""
+    for path in (db_path, *sidecar_paths(db_path)):
+        tighten_to_private(path)
+
+
 def tighten_to_private(path: Path) -> None:
     """Drops group and other permissions from an existing file of ours (databases made before files were 0600).
 
@@ -53,8 +59,6 @@ def writer_engine(db_path: Path) -> Engine:
     version bump or not at all (SQLAlchemy's documented pysqlite recipe).
     """
     create_private(db_path)  # before SQLite would create it with the umask's mode (usually 0644)
-    for path in (db_path, *sidecar_paths(db_path)):
-        tighten_to_private(path)
 
     def connect() -> sqlite3.Connection:
         return sqlite3.connect(str(db_path), isolation_level=None)

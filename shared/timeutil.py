@@ -12,6 +12,11 @@ def system_clock() -> float:
     return time.time()
 
 
+def format_utc(unix: float) -> str:
+    """`2026-12-02 06:40 UTC`: a moment as messages print it (the machine's zone may not be the reader's)."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(unix))
+
+
 # Dates before 1971 are placeholders (`Thu Jan  1 00:00:00 1970` in separators) or misread two-digit years;
 # mail more than a day in the future is a wrong clock. Either way the date is unknown, never 0 or negative.
 EARLIEST_PLAUSIBLE_UNIX = 31_536_000  # 1971-01-01T00:00:00Z

@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -109,14 +111,54 @@ def container_state(container_id: str) -> dict[str, object]:
 
 
 def throttle(container_id: str, cpus: str = "0.1") -> None:
-    """Slows a launched ingester down (a cgroup CPU quota) so a test can act mid-run on a small file."""
+    """Slows a launched ingester down (a cgroup CPU quota) so a test can see it mid-run on a small file.
+
+    Only ever until a state is reached: a quota also starves the ingester's SIGTERM handling (at 0.03 CPUs it missed
+    the 10 s grace on a fresh machine, issue #27), so anything a test signals is first `paused`, which lifts it."""
     docker("update", "--cpus", cpus, container_id, check=False)
+
+
+def full_speed(container_id: str) -> None:
+    """Lifts a test's CPU quota to every core of the engine (`--cpus 0` leaves the old quota in place)."""
+    docker("update", "--cpus", _engine_cpus(), container_id, check=False)
+
+
+@functools.cache
+def _engine_cpus() -> str:
+    return docker("info", "--format", "{{.NCPU}}").stdout.strip()
+
+
+@contextmanager
+def paused(container_id: str) -> Iterator[None]:
+    """Freezes a runner (the cgroup freezer) while a test acts on it mid-run, and lifts any CPU quota.
+
+    A frozen ingester keeps holding the ingest lock and its run stays `running` however long the test takes, and a
+    signal sent meanwhile (the engine thaws a container it signals) is handled at full speed: unlike a quota, this
+    starves nothing and races with nothing. Thawed on exit, if the engine has not already done so."""
+    docker("pause", container_id)
+    full_speed(container_id)
+    try:
+        yield
+    finally:
+        docker("unpause", container_id, check=False)
+
+
+def chown_to_ingester(path: Path) -> None:
+    """Gives a host folder to the image's user (uid 10001): directly as root, else through a throwaway root
+    container of the test image (a docker-group contributor may use the engine but not chown)."""
+    if os.geteuid() == 0:
+        os.chown(path, INGESTER_UID, INGESTER_UID)
+        return
+    docker(
+        "run", "--rm", "--user", "0:0", "--network", "none", "--entrypoint", "chown",
+        "--volume", f"{path.absolute()}:/target", ensure_image(), f"{INGESTER_UID}:{INGESTER_UID}", "/target",
+    )  # fmt: skip
 
 
 def writable_dir(path: Path) -> Path:
     """A host folder the image's non-root user can write (the data folder of a bind-mounted test stack)."""
     path.mkdir(parents=True, exist_ok=True)
-    os.chown(path, INGESTER_UID, INGESTER_UID)
+    chown_to_ingester(path)
     return path
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.dockerenv import IMAGE, compose_env, docker, ensure_image, remove_containers, throttle, wait_for
+from tests.dockerenv import IMAGE, compose_env, docker, ensure_image, paused, remove_containers, throttle, wait_for
 from tests.factories import generate_messages, write_mbox
 from viewer.container_spec import STACK_LABEL, DockerStack, stack_from_container
 from viewer.launch_docker import DockerLauncher, connect, provision_runners
@@ -124,12 +124,12 @@ def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(projec
         )
         throttle(runners.import_name, cpus="0.03")
         wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, what="launched run")
-        refused = project.compose("run", "--rm", "ingester", "import", "/imports/a.mbox")
-        assert refused.returncode == 75, refused.stderr
-        assert "another ingester is already running against /data/stats.db" in refused.stderr
-        via_make = project.make("import", f"MBOX={project.imports / 'a.mbox'}")
-        assert via_make.returncode != 0 and "Error 75" in via_make.stderr
-        throttle(runners.import_name, cpus="2")
+        with paused(runners.import_name):  # holding the lock mid-run while both are refused, on any machine
+            refused = project.compose("run", "--rm", "ingester", "import", "/imports/a.mbox")
+            assert refused.returncode == 75, refused.stderr
+            assert "another ingester is already running against /data/stats.db" in refused.stderr
+            via_make = project.make("import", f"MBOX={project.imports / 'a.mbox'}")
+            assert via_make.returncode != 0 and "Error 75" in via_make.stderr
         assert launcher.wait_for_exit(launched, timeout=120)
         (run,) = project.runs()  # the refused ingesters left no run and counted nothing twice
         assert (run["state"], run["messages_new"]) == ("done", sum(expected.values()))

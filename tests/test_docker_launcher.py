@@ -21,6 +21,8 @@ from tests.dockerenv import (
     container_state,
     docker,
     ensure_image,
+    full_speed,
+    paused,
     remove_containers,
     throttle,
     wait_for,
@@ -152,12 +154,12 @@ def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_mes
     launched = launcher.launch(request(import_path="a.mbox"))
     throttle(runners.import_name)
     first = stack.wait_state(launched, "running")
-    launcher.cancel(launched)
+    with paused(runners.import_name):  # signalled mid-run, handled at full speed (a quota starves the handler)
+        launcher.cancel(launched)
     run = stack.wait_state(launched, "cancelled", "done", timeout=15)  # within the 10 s grace, not killed
     assert (run.state, run.outcome) == ("cancelled", "partial")
     assert launcher.wait_for_exit(launched, timeout=15)
     assert container_state(runners.import_name)["ExitCode"] == 0
-    throttle(runners.import_name, cpus="2")
     resumed = launcher.launch(request(import_path="a.mbox", resume_run_id=first.run_id))
     assert resumed.handle != launched.handle and not launcher.is_alive(launched)
     final = stack.wait_state(resumed, "done", "failed")
@@ -209,7 +211,7 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     assert launcher.wait_for_exit(killed, timeout=15)
     killed_run = stack.run(killed)
     assert killed_run is not None and killed_run.state == "running"
-    throttle(runners.import_name, cpus="2")
+    full_speed(runners.import_name)
     other = launcher.launch(request(import_path="small.mbox"))
     stack.wait_state(other, "done")
     assert query(stack.db, f"SELECT state, error_kind FROM ingest_runs WHERE run_id = {killed_run.run_id}") == [
@@ -236,11 +238,10 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
     after = stack.launcher(runners)
     assert after.adopt() == [launched]
     assert after.is_alive(launched)
-    throttle(runners.import_name, cpus="0.02")  # still running after the launch's 10 s wait for an exiting runner
-    with pytest.raises(LaunchError, match="busy"):
-        after.launch(request(import_path="a.mbox"))
-    throttle(runners.import_name, cpus="2")
-    after.cancel(launched)
+    with paused(runners.import_name):  # still running after the launch's 10 s wait for an exiting runner
+        with pytest.raises(LaunchError, match="busy"):
+            after.launch(request(import_path="a.mbox"))
+        after.cancel(launched)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
     assert after.wait_for_exit(launched, timeout=15)
     assert after.adopt() == []

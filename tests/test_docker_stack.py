@@ -7,7 +7,6 @@ Each test brings up a project of its own (its own volume, folders and a free loo
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
@@ -22,10 +21,12 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import (
     IMAGE,
+    chown_to_ingester,
     compose_env,
     container_state,
     docker,
     ensure_image,
+    paused,
     remove_containers,
     throttle,
     wait_for,
@@ -41,25 +42,34 @@ pytestmark = [
 
 
 class Stack:
-    def __init__(self, tmp_path: Path) -> None:
+    """A stack of its own; `default_folders` runs compose from a project folder of its own with the `.env`
+    defaults (`./imports`, `./secrets`), as a person who set nothing does."""
+
+    def __init__(self, tmp_path: Path, *, default_folders: bool = False) -> None:
         self.name = f"gmstest-{uuid.uuid4().hex[:8]}"
-        self.imports = tmp_path / "imports"
-        self.imports.mkdir()
+        self.project_dir = tmp_path / "project" if default_folders else REPO_ROOT
+        self.imports = (self.project_dir if default_folders else tmp_path) / "imports"
+        self.imports.mkdir(parents=True)
         self.secrets = tmp_path / "secrets"  # not created: importing from the page must not need it
         self.port = free_port()
+        folders = {} if default_folders else {"GMAIL_STATS_IMPORTS": str(self.imports)}
+        # compose.yaml's relative folders resolve against the project folder (the scan stack sets COMPOSE_FILE).
+        self.project_args = ["--file", str(REPO_ROOT / "compose.yaml"), "--project-directory", str(self.project_dir)]
+        if not default_folders:
+            self.project_args = []
         self.env = compose_env(
             COMPOSE_PROJECT_NAME=self.name,
             GMAIL_STATS_VOLUME=f"{self.name}-data",
-            GMAIL_STATS_IMPORTS=str(self.imports),
             GMAIL_STATS_SECRETS=str(tmp_path / "secrets"),
             GMAIL_STATS_PUBLISHED_PORT=str(self.port),
+            **folders,
         )
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
 
     def compose(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["docker", "compose", *args],
-            cwd=REPO_ROOT,
+            ["docker", "compose", *self.project_args, *args],
+            cwd=self.project_dir,
             env=self.env,
             capture_output=True,
             text=True,
@@ -131,15 +141,24 @@ class Stack:
         docker("volume", "rm", "--force", f"{self.name}-data", check=False)
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    ensure_image()
-    made = Stack(tmp_path)
+def _running(made: Stack) -> Iterator[Stack]:
     try:
         made.up()
         yield made
     finally:
         made.down()
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
+    ensure_image()
+    yield from _running(Stack(tmp_path))
+
+
+@pytest.fixture
+def default_stack(tmp_path: Path) -> Iterator[Stack]:
+    ensure_image()
+    yield from _running(Stack(tmp_path, default_folders=True))
 
 
 def big_mbox(stack: Stack, name: str = "big.mbox") -> tuple[Path, int]:
@@ -193,16 +212,17 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     path, total = big_mbox(stack)
     run_id = start_throttled_import(stack, "big.mbox")
     stack.wait_run(run_id, "running")
-    refused = stack.make_import(path)
-    assert refused.returncode != 0 and "Error 75" in refused.stderr, refused.stderr
-    assert "another ingester is already running" in refused.stderr
-    assert stack.post("/api/runs", {"source": "mbox", "path": "big.mbox"}).json()["error"] == "run_active"
-    cancelled_at = time.monotonic()
-    assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
+    runner = f"{stack.name}-import-runner"
+    with paused(runner):  # mid-run, holding the lock, for as long as this takes on any machine
+        refused = stack.make_import(path)
+        assert refused.returncode != 0 and "Error 75" in refused.stderr, refused.stderr
+        assert "another ingester is already running" in refused.stderr
+        assert stack.post("/api/runs", {"source": "mbox", "path": "big.mbox"}).json()["error"] == "run_active"
+        cancelled_at = time.monotonic()
+        assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     run = stack.wait_run(run_id, "cancelled", "abandoned", "done", timeout=20)
     assert run["state"] == "cancelled" and time.monotonic() - cancelled_at < 12  # SIGTERM honoured, not SIGKILL
     wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, what="cancelled ingester exits")
-    throttle(f"{stack.name}-import-runner", cpus="2")  # the runner container is reused: lift the test's quota
     resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
     assert resumed.status_code == 202, resumed.text
     assert resumed.json()["run_id"] == run_id
@@ -212,18 +232,49 @@ def test_make_import_is_refused_while_a_ui_import_runs_then_cancel_and_resume(st
     wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
 
+def test_page_import_cancel_and_resume_with_the_default_import_folder(default_stack: Stack) -> None:
+    stack = default_stack
+    _, total = big_mbox(stack)
+    run_id = start_throttled_import(stack, "big.mbox")
+    stack.wait_run(run_id, "running")
+    with paused(f"{stack.name}-import-runner"):
+        assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
+    assert stack.wait_run(run_id, "cancelled", "done", timeout=20)["state"] == "cancelled"
+    wait_for(lambda: not stack.status()["ingest_lock_held"], timeout=30, what="cancelled ingester exits")
+    assert stack.run(run_id)["mbox_path"] == "big.mbox"  # the host's ./imports/big.mbox, inside the folder
+    resumed = stack.post("/api/runs", {"source": "mbox", "resume_run_id": run_id})
+    assert resumed.status_code == 202, resumed.text
+    final = stack.wait_run(run_id, "done", "failed")
+    assert (final["outcome"], final["messages_new"], final["messages_seen"]) == ("complete", total, total)
+
+
+def test_compose_down_volumes_deletes_the_database_and_every_container_of_the_stack(stack: Stack) -> None:
+    write_mbox(stack.imports / "a.mbox", generate_messages(count=50, body_bytes=100))
+    run_id = stack.post("/api/runs", {"source": "mbox", "path": "a.mbox"}).json()["run_id"]
+    assert stack.wait_run(run_id, "done", "failed")["state"] == "done"
+    wait_for(lambda: not stack.ingesters(running=True), timeout=60, what="runner stopped")
+    down = stack.compose("down", "--volumes")
+    assert down.returncode == 0 and "in use" not in down.stderr, down.stderr
+    project = docker("ps", "--all", "--quiet", "--filter", f"label=com.docker.compose.project={stack.name}")
+    assert (stack.ingesters(), project.stdout.split()) == ([], [])
+    assert docker("volume", "inspect", f"{stack.name}-data", check=False).returncode != 0
+    stack.up()  # a new stack on a new volume: onboarding
+    assert (stack.status()["db"], stack.get("/api/runs")["runs"]) == ("missing", [])
+
+
 def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
     big_mbox(stack)
     run_id = start_throttled_import(stack, "big.mbox")
     stack.wait_run(run_id, "running")
     assert stack.status()["owns_active_run"] is True
-    restarted = stack.compose("restart", "viewer")
-    assert restarted.returncode == 0, restarted.stderr
-    stack.up()  # waits for the healthcheck again
-    status = stack.status()
-    assert (status["active_run"]["run_id"], status["owns_active_run"]) == (run_id, True)
-    assert stack.http.get(f"/api/runs/{run_id}/log").status_code == 200
-    assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
+    with paused(f"{stack.name}-import-runner"):  # still mid-run when the new viewer looks, on any machine
+        restarted = stack.compose("restart", "viewer")
+        assert restarted.returncode == 0, restarted.stderr
+        stack.up()  # waits for the healthcheck again
+        status = stack.status()
+        assert (status["active_run"]["run_id"], status["owns_active_run"]) == (run_id, True)
+        assert stack.http.get(f"/api/runs/{run_id}/log").status_code == 200
+        assert stack.post(f"/api/runs/{run_id}/cancel", {}).status_code == 202
     assert stack.wait_run(run_id, "cancelled", "abandoned", timeout=20)["state"] == "cancelled"
     wait_for(lambda: stack.status() and not stack.ingesters(running=True), timeout=60, what="runner stopped")
 
@@ -270,7 +321,7 @@ def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
     secrets_dir = tmp_path / "secrets"
     secrets_dir.mkdir()
     (secrets_dir / "credentials.json").write_text(json.dumps(google.client_config()))
-    os.chown(secrets_dir, 10001, 10001)  # the ingester writes its token cache there
+    chown_to_ingester(secrets_dir)  # the ingester writes its token cache there
     override = tmp_path / "compose.fake-google.yaml"
     script = FAKE_GOOGLE.replace("COUNT", str(FAKE_MESSAGES)).replace("SEED", str(FAKE_SEED))
     override.write_text(
@@ -384,6 +435,9 @@ out["exec"] = call("POST", f"/v1.41/containers/{runner}/exec", {"Cmd": ["id"]})
 out["update"] = call("POST", f"/v1.41/containers/{runner}/update", {"Privileged": True})
 out["images"] = call("GET", "/v1.41/images/json")
 out["volumes"] = call("GET", "/v1.41/volumes")
+out["remove_sentinel"] = call("DELETE", f"/v1.41/containers/{sentinel}?v=False&link=False&force=False")
+out["remove_runner_forced"] = call("DELETE", f"/v1.41/containers/{runner}?v=False&link=False&force=True")
+out["remove_runner_with_volumes"] = call("DELETE", f"/v1.41/containers/{runner}?v=True&link=False&force=False")
 out["ping"] = call("GET", "/_ping")
 out["inspect_runner"] = call("GET", f"/v1.41/containers/{runner}/json")
 try:
@@ -428,6 +482,9 @@ def test_the_web_process_cannot_create_containers_read_the_socket_or_start_anyth
         "update",
         "images",
         "volumes",
+        "remove_sentinel",
+        "remove_runner_forced",
+        "remove_runner_with_volumes",
         "sdk_create",
     )
     assert {name: result[name] for name in refused} == dict.fromkeys(refused, 403)

@@ -51,16 +51,57 @@ def test_second_ingester_is_refused_by_the_lock(tmp_path: Path, db_path: Path) -
         assert is_lock_held(db_path)
         mbox = tmp_path / "a.mbox"
         write_mbox(mbox, generate_messages(count=3, body_bytes=10))
-        started = time.monotonic()
         result = run_cli("import", mbox, "--db", db_path)
         assert result.returncode == 75
         assert result.stderr.strip() == f"gmail-stats: another ingester is already running against {db_path}"
-        assert time.monotonic() - started >= 1.5  # it waited out a possible viewer probe first
         assert db_path.stat().st_size == 0  # the holder made it; the refused one never wrote to it
     finally:
         holder.kill()
         holder.communicate()
     assert not is_lock_held(db_path)
+
+
+def test_a_refused_ingester_names_the_run_that_holds_the_lock(
+    db_path: Path, big_mbox: tuple[Path, dict[str, int]]
+) -> None:
+    path, expected = big_mbox
+    holder = start_import(db_path, path)
+    try:
+        wait_for_progress(db_path, holder, at_least=1)
+        holder.send_signal(signal.SIGSTOP)  # mid-run and holding the lock for as long as the refusal takes
+        (run_id, started) = query(db_path, "SELECT run_id, started_at_unix FROM ingest_runs")[0]
+        result = run_cli("import", path, "--db", db_path)
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started))
+        assert (result.returncode, result.stderr.strip()) == (
+            75,
+            f"gmail-stats: another ingester is already running against {db_path}: run {run_id} (import of "
+            f"takeout.mbox, started {when}); wait for it to end or cancel it",
+        )
+        holder.send_signal(signal.SIGCONT)
+        assert holder.wait(timeout=120) == 0
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert counts_of(db_path) == expected  # the refused one counted nothing twice
+
+
+@pytest.mark.parametrize("content", [b"From a@b Mon Jan  1 00:00:00 2024\n", b"\x00" * 4096])
+def test_a_file_that_is_no_database_is_refused_and_nothing_is_made_beside_it(
+    tmp_path: Path, content: bytes
+) -> None:
+    db = tmp_path / "mail.mbox"  # e.g. an mbox given to --db by mistake
+    db.write_bytes(content)
+    db.chmod(0o644)
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=3, body_bytes=10))
+    result = run_cli("import", mbox, "--db", db)
+    assert (result.returncode, result.stderr.strip()) == (
+        1,
+        f"gmail-stats: {db} is not a gmail-stats database or is damaged (file is not a database); choose another "
+        "--db, or move it away to start afresh",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mbox", "mail.mbox"]
+    assert (db.read_bytes(), db.stat().st_mode & 0o777) == (content, 0o644)
 
 
 def test_lock_is_not_inherited_by_children(db_path: Path) -> None:

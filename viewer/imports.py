@@ -83,12 +83,14 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
 def relative_to_import_dir(import_dir: Path, path: str, *, host_dir: str | None = None) -> str | None:
     """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside.
 
-    Under Docker the ingester records the host's path (`host_dir` is the host's name for the import folder), which
-    cannot be resolved in this container, so it is compared as text.
+    Under Docker the ingester records the host's absolute path (`host_dir` is the host's absolute path of the import
+    folder, learnt by the entrypoint from the viewer's own mount), which cannot be resolved in this container, so
+    both are normalised and compared as paths.
     """
-    recorded = PurePosixPath(path)
-    if host_dir and recorded.is_relative_to(host_dir) and ".." not in recorded.parts:
-        inside = recorded.relative_to(host_dir)
+    recorded = PurePosixPath(os.path.normpath(path))
+    host = PurePosixPath(os.path.normpath(host_dir)) if host_dir else None
+    if host is not None and host.is_absolute() and recorded.is_relative_to(host) and ".." not in recorded.parts:
+        inside = recorded.relative_to(host)
         return inside.as_posix() if inside.parts else None
     try:
         root = import_dir.resolve(strict=True)

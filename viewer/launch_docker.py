@@ -96,9 +96,9 @@ def provision_runners(
     return Runners(import_name, names[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
 
 
-def provision_own_stack(client: docker.DockerClient) -> Runners:
+def provision_own_stack(client: docker.DockerClient) -> tuple[Runners, str | None]:
     """`provision_runners` for the stack of the container this runs in (found by its hostname, the container id),
-    passing on the allow-listed tuning variables of its environment."""
+    passing on the allow-listed tuning variables of its environment; with the host's path of its import folder."""
     try:
         own = client.api.inspect_container(socket.gethostname())
     except _API_ERRORS as exc:
@@ -107,7 +107,7 @@ def provision_own_stack(client: docker.DockerClient) -> Runners:
             hint="GMAIL_STATS_LAUNCHER=docker works inside the compose stack; use `process` elsewhere",
         ) from exc
     stack = stack_from_container(own)
-    return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR)
+    return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR), stack.imports
 
 
 def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:
@@ -156,12 +156,21 @@ class DockerLauncher:
         return self._runners
 
     def close(self) -> None:
-        """Stops pending SIGKILL timers and closes the client (a running runner goes on; a new viewer adopts it)."""
+        """Stops pending SIGKILL timers, removes the stopped runners and closes the client.
+
+        A runner that is not running is removed (the engine refuses a running one: it goes on, and the next viewer
+        adopts it), so once the viewer stops nothing outside compose holds the stack's volumes and
+        `docker compose down --volumes` deletes the database; the next viewer's entrypoint creates them again."""
         with self._lock:
             timers, self._timers = self._timers, []
         for timer in timers:
             timer.cancel()
             timer.join()
+        for name in (self._runners.import_name, self._runners.scan_name):
+            if name is not None:
+                with _ignoring_api_errors():
+                    # Exactly the query the API filter allows: never `force`, never the volumes.
+                    self._client.api.remove_container(name, v=False, link=False, force=False)
         self._client.close()
 
     def _request_path(self, command: LaunchCommand) -> Path:
@@ -177,13 +186,17 @@ class DockerLauncher:
     def launch(self, request: LaunchRequest) -> Launched:
         name = self._runners.name_for(request.command)
         path = self._request_path(request.command)
+        try:
+            self._wait_stopped(name)  # the lock is free: its last run may be only exiting (not under our lock)
+        except _API_ERRORS as exc:
+            raise LaunchError(f"cannot inspect the runner {name}: {exc}", hint=_engine_hint(exc)) from exc
+        # Checked again and started under the lock, which `_signal` holds too: a kill aimed at an earlier run of
+        # this runner can never land on the one started here.
         with self._lock:
             try:
                 state = self._state(name)
                 if state is None:
                     raise LaunchError(f"the runner {name} is gone", hint="restart the viewer to create it again")
-                if state["Running"]:
-                    state = self._wait_stopped(name)  # the lock is free: its last run is only exiting
                 if state["Running"]:
                     raise LaunchError(f"the runner {name} is still busy", hint="wait for its run to end")
                 _write_atomically(path, request_document(request, now=self._clock()))
@@ -197,12 +210,9 @@ class DockerLauncher:
         started_at = str((started or {}).get("StartedAt", ""))
         return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
 
-    def _wait_stopped(self, name: str) -> dict[str, Any]:
+    def _wait_stopped(self, name: str) -> None:
         deadline = time.monotonic() + _EXIT_WAIT_SECONDS
-        while True:
-            state = self._state(name)
-            if state is None or not state["Running"] or time.monotonic() > deadline:
-                return state or {"Running": False}
+        while (state := self._state(name)) is not None and state["Running"] and time.monotonic() < deadline:
             time.sleep(0.1)
 
     def _alive(self, handle: str) -> bool:
@@ -227,8 +237,9 @@ class DockerLauncher:
         timer.start()
 
     def _signal(self, launched: Launched, signal: str) -> None:
-        """Signals the runner only while it still runs this launch (not a later run of the same container)."""
-        with _ignoring_api_errors():
+        """Signals the runner only while it still runs this launch: checked and sent under the lock that `launch`
+        starts a run under, so a later run of the same container is never hit."""
+        with self._lock, _ignoring_api_errors():
             if self._alive(launched.handle):
                 self._client.api.kill(launched.handle.partition("@")[0], signal=signal)
 

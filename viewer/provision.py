@@ -1,7 +1,8 @@
 """`python -m viewer.provision`: the viewer entrypoint's one privileged step, before any untrusted input is read.
 
 Run as root with the engine's socket: finds this container's stack, creates its two runner containers, writes their
-names for the web process and prints them for the API filter. The web process itself can never create a container.
+names for the web process and prints them for the API filter, with the host's path of the import folder. The web
+process itself can never create a container.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ def main() -> int:
     try:
         client = connect()
         try:
-            runners = provision_own_stack(client)
+            runners, host_imports = provision_own_stack(client)
         finally:
             client.close()
     except LaunchError as exc:
@@ -25,8 +26,9 @@ def main() -> int:
     RUNNERS_FILE.write_text(runners.to_json())
     if runners.problem:
         sys.stderr.write(f"viewer-entrypoint: no scan runner: {runners.problem}\n")
-    # For the filter's allow-list; a missing scan runner is a name nothing can match.
-    sys.stdout.write(f"{runners.import_name} {runners.scan_name or runners.import_name}\n")
+    # For the filter's allow-list; a missing scan runner is a name nothing can match. Then the host's absolute path
+    # of the import folder (compose hands the viewer `./imports` as written in .env; runs record the absolute one).
+    sys.stdout.write(f"{runners.import_name} {runners.scan_name or runners.import_name}\n{host_imports or ''}\n")
     return 0
 
 
