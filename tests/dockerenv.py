@@ -114,7 +114,7 @@ def throttle(container_id: str, cpus: str = "0.1") -> None:
     """Slows a launched ingester down (a cgroup CPU quota) so a test can see it mid-run on a small file.
 
     Only ever until a state is reached: a quota also starves the ingester's SIGTERM handling (at 0.03 CPUs it missed
-    the 10 s grace on a fresh machine, issue #27), so anything a test signals is first `paused`, which lifts it."""
+    the 10 s grace on a fresh machine, issue #27), so a runner a test signals is first `paused`, which lifts it."""
     docker("update", "--cpus", cpus, container_id, check=False)
 
 
@@ -130,17 +130,20 @@ def _engine_cpus() -> str:
 
 @contextmanager
 def paused(container_id: str) -> Iterator[None]:
-    """Freezes a runner (the cgroup freezer) while a test acts on it mid-run, and lifts any CPU quota.
+    """Stops a runner's ingester (SIGSTOP to the container's PID 1, the ingester) while a test acts on it mid-run,
+    lifts any CPU quota, and continues it (SIGCONT) on exit.
 
-    A frozen ingester keeps holding the ingest lock and its run stays `running` however long the test takes, and a
-    signal sent meanwhile (the engine thaws a container it signals) is handled at full speed: unlike a quota, this
-    starves nothing and races with nothing. Thawed on exit, if the engine has not already done so."""
-    docker("pause", container_id)
+    A stopped ingester keeps holding the ingest lock and its run stays `running` however long the test takes, and
+    a signal sent meanwhile (the viewer's SIGTERM) waits and is then handled at full speed: unlike a quota this
+    starves nothing and races with nothing. (The cgroup freezer, `docker pause`, fails on a throttled container:
+    its tasks do not get the CPU time to reach the freeze.) SIGSTOP is delivered whatever the quota: it is pending
+    the moment it is sent, and the task stops before it runs any more of its own code."""
+    docker("kill", "--signal", "SIGSTOP", container_id)
     full_speed(container_id)
     try:
         yield
     finally:
-        docker("unpause", container_id, check=False)
+        docker("kill", "--signal", "SIGCONT", container_id, check=False)
 
 
 def chown_to_ingester(path: Path) -> None:

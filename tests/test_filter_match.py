@@ -14,7 +14,8 @@ another search the trigram index's Unicode case folding.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,11 +89,15 @@ def _ordered(rows: list[tuple[Any, ...]], sort: str, order: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Site:
+    """One viewer per way of answering, shared by the module's read-only tests (a new one per case read the
+    72,003 senders into memory again each time: ~150 s of the suite)."""
+
     path: Path
     indexed: bool  # answered from the viewer's in-memory sender index, else by SQLite
+    client: TestClient
 
     def viewer(self) -> AbstractContextManager[TestClient]:
-        return open_viewer(self.path, indexed=self.indexed)
+        return nullcontext(self.client)
 
 
 def open_viewer(path: Path, *, indexed: bool) -> AbstractContextManager[TestClient]:
@@ -108,9 +113,11 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path
 
 
-@pytest.fixture(params=["sqlite", "index"])
-def site(request: pytest.FixtureRequest, seeded: Path) -> Site:
-    return Site(seeded, indexed=request.param == "index")
+@pytest.fixture(scope="module", params=["sqlite", "index"])
+def site(request: pytest.FixtureRequest, seeded: Path) -> Iterator[Site]:
+    indexed = request.param == "index"
+    with open_viewer(seeded, indexed=indexed) as client:
+        yield Site(seeded, indexed, client)
 
 
 @pytest.fixture(params=["sqlite", "index"])

@@ -86,9 +86,7 @@ def test_a_refused_ingester_names_the_run_that_holds_the_lock(
 
 
 @pytest.mark.parametrize("content", [b"From a@b Mon Jan  1 00:00:00 2024\n", b"\x00" * 4096])
-def test_a_file_that_is_no_database_is_refused_and_nothing_is_made_beside_it(
-    tmp_path: Path, content: bytes
-) -> None:
+def test_a_file_that_is_no_database_is_refused_and_nothing_is_made_beside_it(tmp_path: Path, content: bytes) -> None:
     db = tmp_path / "mail.mbox"  # e.g. an mbox given to --db by mistake
     db.write_bytes(content)
     db.chmod(0o644)
