@@ -84,8 +84,13 @@ class RunResult:
         detail = f" ({self.detail})" if self.detail else ""
         excluded = f"{self.messages_excluded:,} excluded (spam/trash/chat), " if self.source != Source.BACKFILL else ""
         warnings = _warnings(self.warnings_count)
+        # The page's words for a run that ended before counting anything (viewer/static/history.js).
+        nothing = self.state != RunState.DONE and self.messages_seen == 0 and self.messages_new == 0
+        ended = f"{self.state}, nothing counted" if nothing else f"{self.state}/{self.outcome}"
+        if self.source == Source.GMAIL_API and self.messages_new > self.messages_seen:
+            new = f"{new} (listed messages' conversations are fetched whole)"  # threads.get settles unlisted ones
         return (
-            f"run {self.run_id} {self.state}/{self.outcome}{detail}: {self.messages_seen:,} {seen}, "
+            f"run {self.run_id} {ended}{detail}: {self.messages_seen:,} {seen}, "
             f"{self.messages_new:,} {new}, {excluded}{self.messages_skipped:,} {skipped}{warnings}"
         )
 

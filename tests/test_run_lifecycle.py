@@ -157,3 +157,19 @@ def test_every_source_has_a_summary(tmp_path: Path) -> None:
     for source in Source:
         result = RunResult(3, source, RunState.DONE, RunOutcome.COMPLETE, 5, 4, 1, 0, "cmd")
         assert result.summary().startswith("run 3 done/complete: 5 ")
+
+
+@pytest.mark.parametrize(
+    ("state", "seen", "new", "expected"),
+    [
+        (RunState.FAILED, 0, 0, "run 3 failed, nothing counted: 0 messages listed, 0 new, "),
+        (RunState.CANCELLED, 500, 850, "run 3 cancelled/partial: 500 messages listed, 850 new (listed messages' "),
+        (RunState.CANCELLED, 500, 400, "run 3 cancelled/partial: 500 messages listed, 400 new, "),
+    ],
+)
+def test_a_scan_summary_never_reads_as_more_than_it_says(state: RunState, seen: int, new: int, expected: str) -> None:
+    """The page says "nothing counted" too; a thread fetched whole settles messages not listed yet."""
+    from ingester.lifecycle import RunResult
+
+    result = RunResult(3, Source.GMAIL_API, state, RunOutcome.PARTIAL, seen, new, 0, 0, "cmd")
+    assert result.summary().startswith(expected)
