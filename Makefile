@@ -39,8 +39,9 @@ fmt: $(DEV)
 check: $(DEV)
 	$(BIN)/ruff format --check $(CODE) && $(BIN)/ruff check $(CODE) && $(BIN)/mypy $(CODE)
 
+# One worker per core: each test file, and all Docker tests together, on one worker (tests/conftest.py).
 test: $(DEV)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadgroup
 
 bench: $(DEV)
 	$(BIN)/python -m bench

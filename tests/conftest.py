@@ -88,3 +88,12 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     seed_history(tmp / "stats.db")
     with serve(make_settings(tmp)) as url:
         yield url
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Work units for `pytest -n` (`--dist loadgroup`, as `make test` runs): a test file stays on one worker (its
+    module fixtures are built once), and every Docker test shares one worker, since they share the engine, the
+    test image's build and the OAuth callback port 8765."""
+    for item in items:
+        group = "docker" if item.get_closest_marker("docker") else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
