@@ -30,7 +30,10 @@ from shared.timeutil import system_clock
 def open_for_reading(settings: IngesterSettings) -> Engine:
     """A read-only engine on an up-to-date database: never takes the lock, never writes, never creates a file.
 
-    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too.
+    On a read-only folder or file SQLite cannot open the `-shm` for writing; it is then opened read-only too. A WAL
+    database whose sidecars are gone (its writer closed last) in a folder this process cannot write cannot even be
+    given a read-only `-shm`: then the main file is read alone (`immutable`), which is exact as no writer can be
+    there (a writer needs the folder for its `-wal`).
     """
     if not settings.db.is_file():
         style = settings.command_style
@@ -39,8 +42,10 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
         raise DatabaseError(f"no database {where} yet; run {first} first")
     version: int | None = None
     failure: BaseException | None = None
-    for readonly_shm in (False, True):
-        engine = reader_engine(settings.db, readonly_shm=readonly_shm)
+    for readonly_shm, immutable in ((False, False), (True, False), (True, True)):
+        if immutable and not _writerless(settings.db):
+            break
+        engine = reader_engine(settings.db, readonly_shm=readonly_shm, immutable=immutable)
         try:
             with engine.connect() as conn:
                 version = schema_version(conn)
@@ -56,6 +61,11 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
     if version < LATEST_VERSION:
         raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
     return engine
+
+
+def _writerless(db: Path) -> bool:
+    """No `-wal` beside the database (every change is in the main file) and a folder nobody here may write."""
+    return not Path(f"{db}-wal").exists() and not os.access(db.parent, os.W_OK)
 
 
 def _format_run(run: Run, *, ingester_alive: bool) -> str:

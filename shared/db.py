@@ -82,19 +82,26 @@ def writer_engine(db_path: Path) -> Engine:
     return engine
 
 
-def reader_engine(db_path: Path, *, readonly_shm: bool = False) -> Engine:
+def reader_engine(db_path: Path, *, readonly_shm: bool = False, immutable: bool = False) -> Engine:
     """A fresh `mode=ro` connection per checkout, with `query_only`; it never creates the database file.
+
+    Every checkout reads inside one transaction (`BEGIN` at its first statement, rolled back when it is returned),
+    so all its statements see a single commit, never two (pysqlite would run each SELECT in its own).
 
     Plain `mode=ro` still opens the `-shm` read-write (rewriting it, and creating missing sidecars);
     `readonly_shm=True` leaves every file byte-identical, as on a read-only mount, but then cannot open a WAL
-    database whose `-wal`/`-shm` are missing (SQLITE_CANTOPEN).
+    database whose `-wal`/`-shm` are missing (SQLITE_CANTOPEN). `immutable=True` reads the main file alone, without
+    locks or sidecars: right only where no writer can be (a read-only folder with no `-wal` left beside the file).
     """
     uri = f"file:{quote(str(db_path.absolute()))}?mode=ro"
     if readonly_shm:
         uri += "&readonly_shm=1"
+    if immutable:
+        uri += "&immutable=1"
 
     def connect() -> sqlite3.Connection:
-        return sqlite3.connect(uri, uri=True)  # per checkout (NullPool): opened, used and closed on one thread
+        # Per checkout (NullPool): opened, used and closed on one thread; transactions are ours (`_begin`).
+        return sqlite3.connect(uri, uri=True, isolation_level=None)
 
     engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
 
@@ -104,6 +111,11 @@ def reader_engine(db_path: Path, *, readonly_shm: bool = False) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA query_only=ON")
         cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: object) -> None:
+        # A deferred transaction: its read snapshot is taken at the first SELECT (SQLAlchemy's pysqlite recipe).
+        conn.exec_driver_sql("BEGIN")  # type: ignore[attr-defined]
 
     return engine
 

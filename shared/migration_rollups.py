@@ -79,18 +79,21 @@ BACKFILL_ROLLUPS = (
     "INSERT INTO domain_months SELECT s.domain, m.month, sum(m.messages), sum(m.bytes)"
     " FROM sender_months m JOIN senders s ON s.sender = m.sender GROUP BY s.domain, m.month",
 )
+# The search index as step 5 made it, frozen here: a later change to `shared.models.SEARCH_DDL` is a step of its own.
+_SEARCH = (
+    "CREATE VIRTUAL TABLE sender_search USING fts5(sender, display_name, content='senders', content_rowid='id',"
+    " tokenize='trigram')",
+)
 _CHUNK = 5000
 
 
-def add_rollups(conn: Connection, *, search_ddl: tuple[str, ...]) -> None:
-    """Rebuilds `senders` with an integer id and a domain, creates the rollups, and backfills them.
-
-    The search index is the one `shared.models` declares (it holds no data of its own to freeze).
-    """
+def add_rollups(conn: Connection) -> None:
+    """Rebuilds `senders` with an integer id and a domain, creates the rollups and the search index, and backfills
+    them, with the DDL of schema version 5 (frozen above, whatever `shared.models` declares today)."""
     conn.exec_driver_sql("DROP INDEX IF EXISTS ix_senders_mails_sent")
     conn.exec_driver_sql("ALTER TABLE senders RENAME TO senders_v4")
     conn.exec_driver_sql(_SENDERS)
-    for statement in (*_TABLES, *_INDEXES, *search_ddl):
+    for statement in (*_TABLES, *_INDEXES, *_SEARCH):
         conn.exec_driver_sql(statement)
     result = conn.exec_driver_sql(
         "SELECT sender, display_name, display_name_unix, mails_sent, first_seen_unix, last_seen_unix, bytes,"

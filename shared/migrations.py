@@ -17,7 +17,6 @@ from shared.errors import SchemaTooNewError
 from shared.legacy import is_rust_era, upgrade_rust_era
 from shared.migration_rollups import add_rollups
 from shared.migration_search import add_search_key
-from shared.models import SEARCH_DDL
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +118,6 @@ def _create_scan_tables(conn: Connection) -> None:
     )
 
 
-def _add_rollups(conn: Connection) -> None:
-    add_rollups(conn, search_ddl=SEARCH_DDL)
-
-
 def _create_scan_settled(conn: Connection) -> None:
     # Ids a scan run fetched but keeps no row for (excluded by labels, deleted, failed past the budget): a resumed
     # run re-lists its unfinished pages, and must not fetch and tally these again.
@@ -137,7 +132,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
     Migration(3, "ingest_runs.launch_token", _add_launch_token),
     Migration(4, "gmail_retry and backfill_checked", _create_scan_tables),
-    Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", _add_rollups),
+    Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", add_rollups),
     Migration(6, "scan_settled: fetched ids a run keeps no row for", _create_scan_settled),
     Migration(7, "senders.search_key and its covering index, for searches tested on every sender", add_search_key),
 )

@@ -114,3 +114,28 @@ def test_after_an_import_a_read_only_copy_opens_read_only(tmp_path: Path, db_pat
     )
     assert result.returncode == 0, result.stderr
     assert int(result.stdout) == sum(expected.values())
+
+
+@pytest.mark.parametrize("readonly_shm", [False, True])
+def test_a_reader_connection_sees_one_commit_however_many_statements(
+    db_path: Path, migrated_engine: Engine, readonly_shm: bool
+) -> None:
+    """Issue #21: two reads on one connection returned 1 then 2 rows when each SELECT ran in its own transaction."""
+    count = "SELECT count(*) FROM sync_state"
+
+    def commit(key: str) -> None:
+        with migrated_engine.begin() as conn:
+            conn.exec_driver_sql("INSERT INTO sync_state (key, value) VALUES (?, 'x')", (key,))
+
+    commit("first")
+    reader = reader_engine(db_path, readonly_shm=readonly_shm)
+    try:
+        with reader.connect() as conn:
+            assert conn.exec_driver_sql(count).scalar_one() == 1
+            commit("second")  # between two statements of one request
+            assert conn.exec_driver_sql(count).scalar_one() == 1
+            assert conn.exec_driver_sql("SELECT key FROM sync_state").scalars().all() == ["first"]
+        with reader.connect() as conn:  # the next request sees the newest commit
+            assert conn.exec_driver_sql(count).scalar_one() == 2
+    finally:
+        reader.dispose()

@@ -85,10 +85,16 @@ def test_read_only_database_file(folder: Path, mbox: Path) -> None:
     assert listing.returncode == 0 and listing.stdout.startswith("#1 mbox done/complete"), listing.stderr
 
 
+@pytest.mark.parametrize("sidecars", ["kept", "gone"])
 @pytest.mark.parametrize("files", [False, True])
-def test_runs_and_export_only_read(folder: Path, mbox: Path, files: bool) -> None:
+def test_runs_and_export_only_read(folder: Path, mbox: Path, files: bool, sidecars: str) -> None:
+    """Also when the WAL database's `-wal`/`-shm` are gone (a writer that closed last deletes them), which a
+    read-only folder cannot give back."""
     db = folder / "stats.db"
     assert cli("import", mbox, "--db", db, "--quiet").returncode == 0
+    if sidecars == "gone":
+        for sidecar in (f"{db}-wal", f"{db}-shm"):
+            Path(sidecar).unlink()
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     _read_only(folder, files=files)
     runs = cli("runs", "--json", "--db", db)

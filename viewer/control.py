@@ -158,7 +158,7 @@ class RunControl:
                 tail = self.launcher.log_tail(launched, lines=1)
                 raise ApiError(
                     500,
-                    "spawn_failed",
+                    ErrorKind.SPAWN_FAILED,
                     "the ingester stopped before it started a run",
                     hint=tail[-1] if tail else "run the same command in a terminal to see why",
                 )

@@ -44,7 +44,7 @@ _STATUS_KINDS = {
 class ApiError(GmailStatsError):
     """An HTTP error with a stable `kind`; the body is always `{"error": kind, "message": text}` (plus `extra`)."""
 
-    def __init__(self, status: int, kind: str, message: str, **extra: Any) -> None:
+    def __init__(self, status: int, kind: ErrorKind, message: str, **extra: Any) -> None:
         super().__init__(message, kind=kind)
         self.status = status
         self.extra = extra
