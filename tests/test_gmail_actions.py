@@ -1,4 +1,4 @@
-"""Gmail search links and filters files (shared.gmail_search, shared.gmail_filters): escaping, splitting, round trips."""
+"""Gmail search links and filters files (shared.gmail_search, shared.gmail_filters): escaping, splits, round trips."""
 
 from __future__ import annotations
 
