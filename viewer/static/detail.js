@@ -3,6 +3,7 @@
 
 import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
+import { inAccount } from "./gmail.js";
 import { failureText } from "./messages.js";
 import { $, bytes, date, el, fmt, percent } from "./util.js";
 
@@ -45,7 +46,7 @@ export async function openDetail({ kind, row, totalMessages }) {
     });
     const gmail = table.safeLink(row.gmail_url, ["https:"]);
     const open = gmail && gmail.startsWith("https://mail.google.com/")
-      ? el("a", { cls: "link-action", text: "Open in Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer" } })
+      ? el("a", { cls: "link-action", text: "Open in Gmail", attrs: { href: inAccount(gmail), target: "_blank", rel: "noopener noreferrer" } })
       : null;
     links.replaceChildren(el("div", { cls: "actions" }, [open, show]));
   }
