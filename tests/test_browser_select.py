@@ -191,3 +191,34 @@ def test_kept_senders_leave_the_presets_not_the_table(chromium: Browser, site: s
     page.locator("#undo-button").click()
     expect(page.locator("#hidden-count")).to_have_text("2")
     assert console.problems == []
+
+
+def test_keys_search_move_select_and_hide(chromium: Browser, site: str) -> None:
+    page, console = new_page(chromium)
+    page.goto(site)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    page.locator("body").press("/")
+    expect(page.locator("#search")).to_be_focused()
+    page.locator("#search").press("Escape")
+    page.locator("#table-nav").focus()
+    page.keyboard.press("j")
+    assert page.evaluate("document.activeElement.closest('tr').dataset.sender") == SENDERS[0]
+    page.keyboard.press("x")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("Shift+X")
+    expect(page.locator("#selection-count")).to_have_text(
+        f"3 senders selected \u00b7 {sum(r[2] for r in ROWS[:3]):,} messages"
+    )
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.closest('tr').dataset.sender") == SENDERS[1]
+    page.keyboard.press("h")
+    expect(page.locator("#tile-senders")).to_have_text("297")
+    expect(page.locator("#undo-button")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#tile-senders")).to_have_text("300")
+    page.keyboard.press("?")
+    expect(page.locator("#keys")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys")).to_be_hidden()
+    assert console.problems == []

@@ -79,7 +79,7 @@ export function offerUndo(text, action) {
   undoAction = action;
   // The row (and the focused button) may be gone: keyboard users land on Undo instead of the page top.
   const active = document.activeElement;
-  if (active === document.body || !document.contains(active) || active.classList.contains("hide-button") || active.closest("#selection-bar")) $("undo-button").focus();
+  if (active === document.body || !document.contains(active) || active.classList.contains("hide-button") || active.closest("#selection-bar, #rows")) $("undo-button").focus();
   clearTimeout(undoTimer);
   undoTimer = setTimeout(() => $("undo").classList.add("hidden"), 15000);
 }

@@ -7,6 +7,7 @@ import { openDetail } from "./detail.js";
 import { inAccount, wireGmail } from "./gmail.js";
 import { hide, unhide, wireHidden, withHidden } from "./hidden.js";
 import { wireKept } from "./keep.js";
+import { wireKeys } from "./keys.js";
 import { selectPage, syncSelection, toggleRow, wireSelection } from "./selection.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
@@ -19,7 +20,8 @@ const channel = new Latest();
 export const PRESETS = {
   all: { filters: {}, sort: null },
   unsubscribe: { filters: { min_messages: 10, min_unread_ratio: MOSTLY_UNREAD, has_unsubscribe: "true" }, sort: ["mails_sent", "desc"] },
-  unread: { filters: { min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
+  // At least 5 messages: otherwise one-message senders at 100% unread lead a list of tens of thousands.
+  unread: { filters: { min_messages: 5, min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
   largest: { filters: {}, sort: ["bytes", "desc"] },
 };
 
@@ -379,5 +381,6 @@ export function wireTable() {
   wireKept();
   wireSelection();
   wireGmail();
+  wireKeys();
   document.addEventListener("gmail-account-changed", () => state.lastPage && renderTable(state.lastPage));
 }
