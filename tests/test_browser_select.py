@@ -141,6 +141,10 @@ def test_three_hundred_selected_give_gmail_links_and_a_filters_file(chromium: Br
     parsed = read_filters(Path(info.value.path()).read_text())
     assert sorted(t for f in parsed for t in f.terms) == sorted(search_term(s) for s in SENDERS)
     assert {f.actions for f in parsed} == {FilterActions(archive=True, mark_read=True, label="Promotions/old")}
+    expect(page.locator("#gmail-filters-hint")).to_have_text(re.compile(r"^\d+ filters for 300 senders\.$"))
+    page.locator("#gmail-label").fill("tab\there")  # refused by the viewer: said here, not saved as a file
+    download.click()
+    expect(page.locator("#gmail-message")).to_contain_text("the label must be 1 to 225 printable characters")
     page.locator("#gmail-close").click()
 
     # The rows' own Gmail links now open in that account too.

@@ -90,6 +90,46 @@ async function makeLinks() {
   list.replaceChildren(...items);
 }
 
+/**
+ * Fetches the file first, so a refusal (too many senders for Gmail's 1,000 filters, a restarted viewer) is shown
+ * as one line here instead of being saved as a file; then hands it to the browser as a download.
+ */
+async function downloadFilters() {
+  const link = $("gmail-filters");
+  $("gmail-message").replaceChildren();
+  const fetchFile = () => fetch(link.getAttribute("href"), { cache: "no-store" });
+  try {
+    let response = await fetchFile();
+    if (response.status === 409) {
+      current.forget();
+      baseParams = await current.params();
+      updateFiltersLink();
+      response = await fetchFile();
+    }
+    if (!response.ok) {
+      let body = null;
+      try {
+        body = await response.json();
+      } catch {
+        body = null;
+      }
+      throw new ApiFailure(response.status, body);
+    }
+    const url = URL.createObjectURL(await response.blob());
+    const save = el("a", { attrs: { href: url, download: "gmail-stats-filters.xml" } });
+    save.classList.add("hidden");
+    $("gmail").append(save); // inside the modal dialog: the page behind it is inert
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    const filters = response.headers.get("X-Gmail-Stats-Filters");
+    const senders = response.headers.get("X-Gmail-Stats-Senders");
+    $("gmail-filters-hint").textContent = filters ? `${fmt(Number(filters))} filters for ${fmt(Number(senders))} senders.` : "";
+  } catch (err) {
+    showFailure("gmail-message", err, { scroll: false });
+  }
+}
+
 function saveAccount() {
   const input = $("gmail-account");
   const value = input.value.trim();
@@ -125,6 +165,7 @@ export function wireGmail() {
   $("gmail-make-links").addEventListener("click", () => baseParams && makeLinks());
   for (const id of ["gmail-archive", "gmail-mark-read", "gmail-trash", "gmail-never-spam", "gmail-label"]) $(id).addEventListener("input", updateFiltersLink);
   $("gmail-filters").addEventListener("click", (event) => {
-    if (!$("gmail-filters").hasAttribute("href")) event.preventDefault();
+    event.preventDefault();
+    if ($("gmail-filters").hasAttribute("href")) downloadFilters();
   });
 }
