@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote
 
 # The longest URL we hand out. Gmail reads the query from the fragment in the page, so the binding limit is not
@@ -26,6 +27,30 @@ _UNQUOTABLE = re.compile(r'["\x00-\x1f\x7f]')
 _OPERATOR_WORDS = frozenset({"OR", "AND", "NOT", "AROUND"})
 _ADDRESS = re.compile(r"[^@\s\"<>()\[\]\\,;:]+@[A-Za-z0-9.-]+\.[A-Za-z0-9-]+")
 _OR = " OR "
+# What `urllib.parse.quote(…, safe="")` leaves as is; everything else is percent-encoded byte by byte.
+_UNRESERVED = re.compile(r"[^A-Za-z0-9_.~-]+")
+_UNRESERVED_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~-"
+
+
+def encode(text: str) -> str:
+    """Exactly `quote(text, safe="")`, several times faster on addresses (only their few reserved runs are
+    rewritten), which a 200k-sender selection needs."""
+    return _UNRESERVED.sub(_percent, text)
+
+
+@lru_cache(maxsize=4096)
+def _percent_run(run: str) -> str:
+    return "".join(f"%{b:02X}" for b in run.encode())
+
+
+def _percent(match: re.Match[str]) -> str:
+    return _percent_run(match.group())
+
+
+def encoded_length(text: str) -> int:
+    """`len(encode(text))`, counted without building it."""
+    raw = text.encode()
+    return len(raw) + 2 * len(raw.translate(None, _UNRESERVED_BYTES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +120,7 @@ def valid_account(address: str) -> bool:
 def search_url(query: str, account: str | None = None) -> str:
     """The Gmail web search for `query`, in `account` (`authuser=`) when known, else the first signed-in one."""
     where = f"?authuser={quote(account, safe='@')}" if account else DEFAULT_ACCOUNT_PATH
-    return f"{GMAIL_BASE}{where}#search/{quote(query, safe='')}"
+    return f"{GMAIL_BASE}{where}#search/{encode(query)}"
 
 
 def split_links(
@@ -111,7 +136,7 @@ def split_links(
     encoded parts and is counted as the query grows, without re-encoding it.
     """
     fixed = len(search_url(" ".join(("from:()", *narrowing.terms())), account))
-    sep = len(quote(_OR, safe=""))
+    sep = encoded_length(_OR)
     groups: list[list[str]] = []
     left_out: list[str] = []
     seen: set[str] = set()
@@ -122,7 +147,7 @@ def split_links(
         if key in seen:
             continue
         seen.add(key)
-        size = len(quote(search_term(key), safe=""))
+        size = encoded_length(search_term(key))
         if not searchable(key) or fixed + size > limit:
             left_out.append(sender)
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import string
 from datetime import UTC, datetime
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +22,8 @@ from shared.gmail_filters import (
 from shared.gmail_search import (
     URL_LIMIT,
     Narrowing,
+    encode,
+    encoded_length,
     search_query,
     search_term,
     search_url,
@@ -179,3 +181,10 @@ def test_filters_are_as_few_as_the_limit_allows() -> None:
 def test_filters_file_refusals(actions: FilterActions, senders: list[str], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         filters_file(senders, actions, now=NOW)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_encode_is_quote(text: str) -> None:
+    assert encode(text) == quote(text, safe="")
+    assert encoded_length(text) == len(quote(text, safe=""))
