@@ -226,3 +226,24 @@ def test_keys_search_move_select_and_hide(chromium: Browser, site: str) -> None:
     page.keyboard.press("Escape")
     expect(page.locator("#keys")).to_be_hidden()
     assert console.problems == []
+
+
+def test_one_domain_from_its_details(chromium: Browser, site: str) -> None:
+    page, console = new_page(chromium)
+    page.goto(site)
+    page.evaluate("localStorage.setItem('gmail-stats.gmailAccount', JSON.stringify('me@gmail.com'))")
+    page.reload()
+    page.click("#view-domains")
+    expect(page.locator("#range")).to_have_text("1\u20137 of 7 domains")
+    first = page.locator("#rows tr").first
+    domain = str(first.get_attribute("data-domain"))
+    first.locator("button.who").click()
+    page.locator("#detail").get_by_role("button", name=f"Gmail search links and filters for {domain}").click()
+    expect(page.locator("#gmail-what")).to_have_text(f"Mail from {domain}")
+    page.locator("#gmail-older").fill("24")
+    page.locator("#gmail-make-links").click()
+    link = page.locator("#gmail-links a")
+    expect(link).to_have_text("Open the search in Gmail")
+    expected = f"https://mail.google.com/mail/?authuser=me@gmail.com#search/from%3A{domain}%20older_than%3A24m"
+    expect(link).to_have_attribute("href", expected)
+    assert console.problems == []

@@ -4,6 +4,7 @@
 // in Gmail, with Gmail's own buttons.
 
 import { ApiFailure, api } from "./api.js";
+import { forgetSets, setId } from "./hidden.js";
 import { showFailure } from "./messages.js";
 import { state } from "./state.js";
 import { $, el, fmt, store } from "./util.js";
@@ -80,7 +81,7 @@ async function makeLinks() {
     el("li", {}, [
       el("a", {
         cls: "link-action",
-        text: count === 1 ? `Open the search in Gmail (${fmt(link.senders)} senders)` : `Search ${link.number} of ${count}: ${fmt(link.senders)} senders`,
+        text: count === 1 ? "Open the search in Gmail" : `Search ${link.number} of ${count}: ${fmt(link.senders)} senders`,
         attrs: { href: link.url, target: "_blank", rel: "noopener noreferrer", title: link.query },
       }),
     ]),
@@ -138,6 +139,19 @@ function saveAccount() {
   store.set("gmailAccount", value);
   updateFiltersLink();
   document.dispatchEvent(new Event("gmail-account-changed")); // the rows' Gmail links follow it
+}
+
+/** A "Gmail…" button for one sender or domain: the dialog with its narrowing and filters, for that one term. */
+export function gmailButton(term, name) {
+  const b = el("button", { cls: "button ghost small", text: "Gmail…", attrs: { type: "button", "aria-haspopup": "dialog", "aria-label": `Gmail search links and filters for ${name}` } });
+  b.addEventListener("click", () =>
+    openGmail({
+      describe: `Mail from ${name}`,
+      params: async () => new URLSearchParams({ selected: await setId(new Set([term])) }),
+      forget: forgetSets,
+    }),
+  );
+  return b;
 }
 
 export async function openGmail(selection) {
