@@ -76,3 +76,21 @@ def test_links_and_filters_for_a_registered_selection(tmp_path: Path, db_path: P
         unknown = client.get("/api/gmail/links", params={"selected": "0" * 32})
         assert unknown.status_code == 409
         assert unknown.json()["error"] == "hidden_unknown"
+
+
+def test_hostile_senders_cannot_change_the_query_or_the_file(tmp_path: Path, db_path: Path) -> None:
+    odd = ['"x) OR from:(me@gmail.com"@evil.example', "OR", "-minus@x.example", "a&b<c>@x.example", "!!!"]
+    seed(db_path, senders=[(s, "", 3, 1, 2, 10, 0, 0) for s in odd], through_store=False)
+    with viewer(make_settings(tmp_path)) as client:
+        body = client.get("/api/gmail/links").json()
+        assert body["left_out"] == ["!!!"]
+        (link,) = body["links"]
+        terms = split_terms(link["query"].removeprefix("from:(").removesuffix(")"))
+        assert sorted(terms) == sorted(search_term(s) for s in odd[:4])
+        assert all(t.startswith('"') and t.endswith('"') for t in terms)  # each one quoted phrase
+        response = client.get("/api/gmail/filters.xml", params={"trash": "true"})
+        assert response.status_code == 200
+        assert response.headers["x-gmail-stats-senders"] == "4"
+        (parsed,) = read_filters(response.text)
+        assert sorted(parsed.terms) == sorted(terms)
+        assert parsed.actions == FilterActions(trash=True)
