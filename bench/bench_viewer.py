@@ -328,7 +328,7 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
     if "presets" in parts:
         presets = {
             "likely unsubscribe (page preset)": "min_messages=10&min_unread_ratio=0.8&has_unsubscribe=true",
-            "mostly unread (page preset)": "min_unread_ratio=0.8",
+            "mostly unread (page preset)": "min_messages=5&min_unread_ratio=0.8",
             "has an unsubscribe link": "has_unsubscribe=true",
             "at least 5 messages": "min_messages=5",
         }

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ingester import run_request
+from ingester import gmail_exports, run_request
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
 from ingester.read_commands import export_text, runs_text, write_atomically
@@ -111,10 +111,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="write per-sender statistics as JSON or CSV",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Write per-sender statistics: the same JSON document the viewer serves at /api/summary.",
-        epilog="Example:\n  gmail-stats export --format csv --output senders.csv",
+        epilog=(
+            "Example:\n  gmail-stats export --format csv --output senders.csv\n"
+            "  gmail-stats export --format gmail-links --senders picked.txt --unread --account you@gmail.com\n"
+            "  gmail-stats export --format gmail-filters --senders picked.txt --archive --mark-read --output f.xml"
+        ),
     )
-    export.add_argument("--format", choices=("json", "csv"), default="json", help="output format (default json)")
+    export.add_argument(
+        "--format",
+        choices=("json", "csv", *gmail_exports.FORMATS),
+        default="json",
+        help="output format (default json); gmail-links: Gmail search URLs, one a line; gmail-filters: a file for "
+        "Gmail's Settings > Filters > Import filters",
+    )
     export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
+    gmail_exports.add_arguments(export)
     _common(export)
     return parser
 
@@ -270,7 +281,15 @@ def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
 
 
 def _cmd_export(args: argparse.Namespace, settings: IngesterSettings) -> int:
-    text = export_text(settings, as_json=args.format == "json")
+    if args.format in gmail_exports.FORMATS:
+        made = gmail_exports.from_args(args, settings, now=system_clock())
+        if not args.quiet:
+            print(f"gmail-stats: {made.note}", file=sys.stderr)
+        text = made.text
+    elif gmail_exports.flags_given(args):
+        raise UsageError(f"{gmail_exports.flags_given(args)[0]} applies to --format gmail-links or gmail-filters only")
+    else:
+        text = export_text(settings, as_json=args.format == "json")
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -16,7 +16,7 @@ from ingester.signals import ABORT_EXIT_CODE
 from shared.errors import HTTP_ERROR_KINDS, INGESTER_ERROR_KINDS, ErrorKind, GmailStatsError
 from tests.conftest import REPO_ROOT
 from viewer import api as data_api
-from viewer import run_api
+from viewer import gmail_api, run_api
 from viewer.settings import ViewerSettings
 
 DOCS = REPO_ROOT / "docs"
@@ -84,7 +84,7 @@ def test_docker_variables_are_the_ones_compose_reads_with_their_defaults() -> No
 
 def test_every_api_route_is_in_the_api_page() -> None:
     api = (DOCS / "api.md").read_text()
-    routes = [*data_api.router.routes, *run_api.router.routes]
+    routes = [*data_api.router.routes, *run_api.router.routes, *gmail_api.router.routes]
     paths = {route.path for route in routes if isinstance(route, APIRoute)}
     assert paths
     assert sorted(path for path in paths if f" {path}" not in api) == []

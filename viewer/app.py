@@ -18,7 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from shared.errors import UsageError
 from shared.timeutil import Clock, system_clock
-from viewer import api, run_api
+from viewer import api, gmail_api, run_api
 from viewer.cache import ResponseCache
 from viewer.control import RunControl
 from viewer.database import Database
@@ -118,6 +118,7 @@ def create_app(
     install_error_handlers(app, style=settings.command_style)
     app.include_router(api.router)
     app.include_router(run_api.router)
+    app.include_router(gmail_api.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -84,7 +84,7 @@ def _domain_row(v: Any) -> DomainRow:
         unsub,
         first,
         last,
-        gmail_search_url(f"from:{domain}" if domain else "from:"),
+        gmail_search_url(domain),
     )
 
 

@@ -211,3 +211,18 @@ class CancelledOut(_Out):
 class RunLogOut(_Out):
     run_id: int
     lines: list[str]
+
+
+class GmailLinkOut(_Out):
+    number: int = Field(description="1-based; open them in order")
+    query: str = Field(description="the Gmail search, e.g. `from:(a@x.com OR b@y.com) is:unread`")
+    url: str = Field(description="the Gmail web search, at most 2,000 characters")
+    senders: int = Field(description="how many senders this link names")
+
+
+class GmailLinksOut(_Out):
+    """`GET /api/gmail/links`: every selected sender named by exactly one link."""
+
+    links: list[GmailLinkOut]
+    senders: int
+    left_out: list[str] = Field(description="senders Gmail cannot search for (no letter or digit, or too long)")

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from sqlalchemy import (
     ColumnElement,
@@ -31,6 +30,7 @@ from sqlalchemy import (
     true,
 )
 
+from shared.gmail_search import search_query, search_url, searchable
 from shared.models import senders
 from viewer.filters import SenderFilter
 from viewer.sql_lists import in_values
@@ -43,7 +43,6 @@ _S = senders.c
 UNREAD_RATIO: ColumnElement[float] = literal_column("(CAST(senders.unread AS REAL) / max(senders.mails_sent, 1))")
 NAME: ColumnElement[str] = literal_column("(lower(coalesce(nullif(senders.display_name, ''), senders.sender)))")
 _EXPORT_CHUNK = 2000
-GMAIL_SEARCH = "https://mail.google.com/mail/u/0/#search/"
 
 
 class SortKey(StrEnum):
@@ -85,9 +84,10 @@ class SendersPage:
     senders: list[SenderListRow]
 
 
-def gmail_search_url(query: str) -> str:
-    """A Gmail web search (the page only links to it; the viewer never contacts Google or senders)."""
-    return GMAIL_SEARCH + quote(query, safe="")
+def gmail_search_url(sender: str) -> str:
+    """A Gmail web search for one sender or domain, escaped by `shared.gmail_search` (the page only links to it;
+    the viewer never contacts Google or senders). The page moves it to the person's account (`authuser=`)."""
+    return search_url(search_query([sender])) if searchable(sender) else search_url("from:")
 
 
 _COLUMNS = (
@@ -120,7 +120,7 @@ def _row(v: Any) -> SenderListRow:
         list_unsubscribe=v[9],
         unsubscribe_url=v[10],
         one_click=bool(v[11]),
-        gmail_url=gmail_search_url(f"from:{v[0]}"),
+        gmail_url=gmail_search_url(v[0]),
     )
 
 

@@ -3,6 +3,7 @@
 
 import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
+import { gmailButton, inAccount } from "./gmail.js";
 import { failureText } from "./messages.js";
 import { $, bytes, date, el, fmt, percent } from "./util.js";
 
@@ -36,7 +37,10 @@ export async function openDetail({ kind, row, totalMessages }) {
   if (isSender) facts.push(...fact("Unsubscribe", row.unsubscribe_url ? (row.one_click ? "link (one-click)" : "link") : "none offered"));
   $("detail-facts").replaceChildren(...facts);
   const links = $("detail-links");
-  if (isSender) links.replaceChildren(table.senderActions(row, name, { inDialog: true }));
+  if (isSender) {
+    links.replaceChildren(table.senderActions(row, name, { inDialog: true }));
+    if (row.sender) links.firstChild.append(gmailButton(row.sender, name));
+  }
   else {
     const show = el("button", { cls: "button small", text: "Show its senders", attrs: { type: "button" } });
     show.addEventListener("click", () => {
@@ -45,9 +49,9 @@ export async function openDetail({ kind, row, totalMessages }) {
     });
     const gmail = table.safeLink(row.gmail_url, ["https:"]);
     const open = gmail && gmail.startsWith("https://mail.google.com/")
-      ? el("a", { cls: "link-action", text: "Open in Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer" } })
+      ? el("a", { cls: "link-action", text: "Open in Gmail", attrs: { href: inAccount(gmail), target: "_blank", rel: "noopener noreferrer" } })
       : null;
-    links.replaceChildren(el("div", { cls: "actions" }, [open, show]));
+    links.replaceChildren(el("div", { cls: "actions" }, [open, row.domain ? gmailButton(row.domain, row.domain) : null, show]));
   }
   const chart = $("detail-chart");
   chart.replaceChildren(el("p", { cls: "hint", text: "Loading…" }));

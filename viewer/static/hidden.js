@@ -1,6 +1,7 @@
 // Hidden senders: kept in this browser only (localStorage), registered with the viewer as one set (`POST
 // /api/hidden`) and named by its id (`hidden=`), so any number of them leave totals, paging, the domain view, the
-// chart and the export; each Hide offers Undo at once, and the Hidden list can unhide any of them.
+// chart and the export; each Hide offers Undo at once, and the Hidden list can unhide any of them. Kept senders
+// (the Keep list, also in this browser) join the set while a preset is on, so presets never propose them again.
 
 import { api } from "./api.js";
 import { saveHidden, state } from "./state.js";
@@ -8,27 +9,39 @@ import { loadTable } from "./table.js";
 import { $, el, fmt } from "./util.js";
 
 let undoTimer = null;
-let registered = { key: null, id: null };
+let undoAction = null;
+const registered = new Map(); // the joined members → the id the viewer gave them
 
-// The id of the current hidden set, registering it when it changed; null when nothing is hidden.
-async function hiddenId() {
-  if (!state.hidden.size) return null;
-  const senders = [...state.hidden].sort();
+/** The id of a sender set, registered with the viewer when new to it; null for an empty set. */
+export async function setId(members) {
+  if (!members.size) return null;
+  const senders = [...members].sort();
   const key = senders.join("\n");
-  if (registered.key !== key) {
+  if (!registered.has(key)) {
     const answer = await api("/api/hidden", { body: { senders } });
-    registered = { key, id: answer.hidden };
+    if (registered.size > 4) registered.clear(); // the viewer keeps a few sets only; old ids go stale anyway
+    registered.set(key, answer.hidden);
   }
-  return registered.id;
+  return registered.get(key);
+}
+
+/** Forgets every registered id (the viewer answered `hidden_unknown`: it restarted). */
+export function forgetSets() {
+  registered.clear();
+}
+
+/** What a read leaves out: the hidden senders, plus the kept ones when `withKept` (a preset is proposing). */
+function leftOut(withKept) {
+  return withKept && state.kept.size ? new Set([...state.hidden, ...state.kept]) : state.hidden;
 }
 
 /**
  * Runs `request(params)` with the hidden set in `params` (as `hidden=`). A viewer that no longer holds the set
  * (it restarted) answers `hidden_unknown`: the set is sent again and the request repeated once.
  */
-export async function withHidden(params, request) {
+export async function withHidden(params, request, { withKept = false } = {}) {
   const attempt = async () => {
-    const id = await hiddenId();
+    const id = await setId(leftOut(withKept));
     const mine = new URLSearchParams(params);
     if (id) mine.set("hidden", id);
     return request(mine);
@@ -37,7 +50,7 @@ export async function withHidden(params, request) {
     return await attempt();
   } catch (err) {
     if (!err || err.kind !== "hidden_unknown") throw err;
-    registered = { key: null, id: null };
+    registered.clear();
     return attempt();
   }
 }
@@ -47,33 +60,54 @@ function changed() {
   document.dispatchEvent(new Event("hidden-changed")); // the all-mail chart leaves hidden senders out too
 }
 
-export function hide(sender, name) {
-  state.hidden.add(sender);
-  changed();
+function reload() {
   const t = state.table;
   loadTable().then(() => {
-    // Hiding the last row of the last page would leave an empty page: step back one.
+    // Hiding the last rows of the last page would leave an empty page: step back.
     if (state.lastPage && t.offset > 0 && t.offset >= state.lastPage.total) {
-      t.offset = Math.max(0, t.offset - t.limit);
+      t.offset = Math.max(0, Math.floor((state.lastPage.total - 1) / t.limit) * t.limit);
       loadTable();
     }
   });
   renderHiddenList();
-  $("undo-text").textContent = `Hid ${name}. It no longer counts in totals or pages.`;
+}
+
+/** Shows the toast with `text` and an Undo that runs `action` once (each bulk action offers its own). */
+export function offerUndo(text, action) {
+  $("undo-text").textContent = text;
   $("undo").classList.remove("hidden");
-  $("undo-button").dataset.sender = sender;
-  // The row (and the focused Hide button) is gone: keyboard users land on Undo instead of the page top.
-  if (document.activeElement === document.body || !document.contains(document.activeElement) || document.activeElement.classList.contains("hide-button")) $("undo-button").focus();
+  undoAction = action;
+  // The row (and the focused button) may be gone: keyboard users land on Undo instead of the page top.
+  const active = document.activeElement;
+  if (active === document.body || !document.contains(active) || active.classList.contains("hide-button") || active.closest("#selection-bar, #rows")) $("undo-button").focus();
   clearTimeout(undoTimer);
   undoTimer = setTimeout(() => $("undo").classList.add("hidden"), 15000);
 }
 
+export function hide(sender, name) {
+  hideMany([sender], `Hid ${name}. It no longer counts in totals or pages.`);
+}
+
+/** Hides every sender of `senders`; Undo unhides exactly the ones this call hid. */
+export function hideMany(senders, text) {
+  const added = senders.filter((s) => !state.hidden.has(s));
+  for (const s of added) state.hidden.add(s);
+  changed();
+  reload();
+  offerUndo(text || `Hid ${fmt(added.length)} sender${added.length === 1 ? "" : "s"}. They no longer count in totals or pages.`, () => unhideMany(added, { quiet: true }));
+}
+
 export function unhide(sender) {
-  state.hidden.delete(sender);
+  unhideMany([sender], { quiet: true });
+}
+
+export function unhideMany(senders, { quiet = false } = {}) {
+  const removed = senders.filter((s) => state.hidden.has(s));
+  for (const s of removed) state.hidden.delete(s);
   changed();
   $("undo").classList.add("hidden");
-  renderHiddenList();
-  loadTable();
+  reload();
+  if (!quiet) offerUndo(`Unhid ${fmt(removed.length)} sender${removed.length === 1 ? "" : "s"}.`, () => hideMany(removed, `Hid ${fmt(removed.length)} senders again.`));
 }
 
 export function renderHiddenList() {
@@ -85,6 +119,7 @@ export function renderHiddenList() {
   });
   if (!items.length) items.push(el("li", { cls: "hint", text: "No hidden senders." }));
   $("hidden-list").replaceChildren(...items);
+  $("unhide-all").disabled = !state.hidden.size;
 }
 
 export function wireHidden() {
@@ -94,8 +129,12 @@ export function wireHidden() {
     renderHiddenList();
   });
   $("undo-button").addEventListener("click", () => {
-    unhide($("undo-button").dataset.sender);
+    const action = undoAction;
+    undoAction = null;
+    $("undo").classList.add("hidden");
+    if (action) action();
     $("table-nav").focus();
   });
+  $("unhide-all").addEventListener("click", () => unhideMany([...state.hidden]));
   renderHiddenList();
 }

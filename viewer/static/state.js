@@ -17,6 +17,10 @@ export const state = {
     domain: "", // a domain picked from the domain view narrows the sender view
   },
   hidden: new Set(store.get("hidden", [])),
+  kept: new Set(store.get("kept", [])), // the Keep list: senders presets never propose again
+  // The selection: explicit senders (sender → messages), or `all`, every sender matching the filter it names.
+  selection: { senders: new Map(), all: null },
+  gmailAccount: store.get("gmailAccount", ""), // asked once: links open in this account (`authuser=`)
   lastPage: null,
   imports: null,
   importCommand: "", // the server writes every terminal command (under Docker: `make …` with host paths)
@@ -33,6 +37,10 @@ export const state = {
 
 export function saveHidden() {
   store.set("hidden", [...state.hidden]);
+}
+
+export function saveKept() {
+  store.set("kept", [...state.kept]);
 }
 
 export function isActive(status) {

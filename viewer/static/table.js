@@ -4,7 +4,11 @@
 
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
+import { inAccount, wireGmail } from "./gmail.js";
 import { hide, unhide, wireHidden, withHidden } from "./hidden.js";
+import { wireKept } from "./keep.js";
+import { wireKeys } from "./keys.js";
+import { selectPage, syncSelection, toggleRow, wireSelection } from "./selection.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
 import { $, bytes, date, el, fmt, percent, store } from "./util.js";
@@ -16,13 +20,15 @@ const channel = new Latest();
 export const PRESETS = {
   all: { filters: {}, sort: null },
   unsubscribe: { filters: { min_messages: 10, min_unread_ratio: MOSTLY_UNREAD, has_unsubscribe: "true" }, sort: ["mails_sent", "desc"] },
-  unread: { filters: { min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
+  // At least 5 messages: otherwise one-message senders at 100% unread lead a list of tens of thousands.
+  unread: { filters: { min_messages: 5, min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
   largest: { filters: {}, sort: ["bytes", "desc"] },
 };
 
 // [key, label, sort key or null, extra class]; the widths live in app.css (table-layout: fixed).
 const COLUMNS = {
   senders: [
+    ["select", "Select", null, "col-select"],
     ["who", "Sender", "@sender", "col-who"],
     ["mails_sent", "Messages", "mails_sent", "num col-count"],
     ["share", "Share", null, "num col-share"],
@@ -65,9 +71,12 @@ export function safeLink(raw, schemes) {
 
 export function gmailLink(s) {
   const given = safeLink(s.gmail_url, ["https:"]);
-  if (given && given.startsWith("https://mail.google.com/")) return given;
-  return s.sender ? `https://mail.google.com/mail/u/0/#search/${encodeURIComponent(`from:${s.sender}`)}` : null;
+  if (given && given.startsWith("https://mail.google.com/")) return inAccount(given);
+  return s.sender ? inAccount(`https://mail.google.com/mail/u/0/#search/${encodeURIComponent(`from:${s.sender}`)}`) : null;
 }
+
+/** True while a preset proposes senders: the Keep list then leaves the table too. */
+export const keptLeftOut = () => state.view === "senders" && state.table.preset !== "all";
 
 export const unreadRatio = (row) =>
   typeof row.unread_ratio === "number" ? row.unread_ratio : row.mails_sent ? (row.unread || 0) / row.mails_sent : null;
@@ -94,7 +103,7 @@ export async function loadTable() {
       if (mine.has("hidden")) exportParams.set("hidden", mine.get("hidden"));
       $("export").href = `/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`;
       return channel.get(`${path}?${mine}`);
-    });
+    }, { withKept: keptLeftOut() });
   } catch (err) {
     showFailure("table-message", err, { scroll: false }); // keep the rows we have; say why they are not fresh
     return;
@@ -116,6 +125,11 @@ function renderHead() {
     ...cols.map(([key, label, sort, cls]) => {
       const th = el("th", { cls, attrs: { scope: "col", "data-col": key } });
       if (key === "actions") th.append(el("span", { cls: "visually-hidden", text: label }));
+      else if (key === "select") {
+        const box = el("input", { cls: "select-box", attrs: { type: "checkbox", id: "select-page", "aria-label": "Select every sender on this page" } });
+        box.addEventListener("change", () => selectPage(box.checked));
+        th.append(box);
+      }
       else if (sort) {
         const b = el("button", { cls: "sort", text: label, attrs: { type: "button", "data-sort": sort } });
         b.addEventListener("click", () => sortBy(sort));
@@ -166,6 +180,7 @@ export function renderTable(page) {
   $("prev").disabled = t.offset === 0;
   $("next").disabled = t.offset + t.limit >= page.total;
   renderDomainFilter();
+  syncSelection();
 }
 
 function renderTiles(page) {
@@ -232,13 +247,18 @@ function senderRow(s, totalMessages, topCount) {
     el("span", { cls: "who-key", text: secondary }),
   ]);
   who.addEventListener("click", () => openDetail({ kind: "sender", row: s, totalMessages }));
-  const cells = [el("td", { cls: "col-who" }, [who]), el("td", { cls: "num col-count", text: fmt(s.mails_sent) }), shareCell(s, totalMessages, topCount), unreadCell(s)];
+  const box = el("input", { cls: "select-box select-row", attrs: { type: "checkbox", "aria-label": `Select ${name}` } });
+  const kept = state.kept.has(s.sender) ? el("span", { cls: "kept-badge", text: "kept", attrs: { title: "On your Keep list: presets do not propose it" } }) : null;
+  if (kept) who.append(kept);
+  const cells = [el("td", { cls: "col-select" }, [box]), el("td", { cls: "col-who" }, [who]), el("td", { cls: "num col-count", text: fmt(s.mails_sent) }), shareCell(s, totalMessages, topCount), unreadCell(s)];
   cells.push(el("td", { cls: "num col-bytes", text: bytes(s.bytes) }));
   cells.push(el("td", { cls: "col-date col-first", text: date(s.first_seen_unix) }));
   cells.push(el("td", { cls: "col-date col-last", text: date(s.last_seen_unix) }));
   cells.push(el("td", { cls: "col-actions" }, [senderActions(s, name)]));
   const tr = el("tr", {}, cells);
   tr.dataset.sender = s.sender;
+  tr.dataset.messages = String(s.mails_sent);
+  box.addEventListener("click", (event) => toggleRow(tr, box.checked, event.shiftKey));
   return tr;
 }
 
@@ -271,7 +291,7 @@ function domainRow(d, totalMessages, topCount) {
   const show = el("button", { cls: "button ghost small", text: "Senders", attrs: { type: "button", "aria-label": `Show the senders of ${d.domain}` } });
   show.addEventListener("click", () => showDomainSenders(d.domain));
   const gmail = safeLink(d.gmail_url, ["https:"]);
-  const links = gmail && gmail.startsWith("https://mail.google.com/") ? [el("a", { cls: "link-action", text: "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open mail from ${d.domain} in Gmail` } })] : [];
+  const links = gmail && gmail.startsWith("https://mail.google.com/") ? [el("a", { cls: "link-action", text: "Gmail", attrs: { href: inAccount(gmail), target: "_blank", rel: "noopener noreferrer", "aria-label": `Open mail from ${d.domain} in Gmail` } })] : [];
   const tr = el("tr", {}, [
     el("td", { cls: "col-who" }, [who]),
     el("td", { cls: "num col-count", text: fmt(d.senders) }),
@@ -358,4 +378,9 @@ export function wireTable() {
     b.addEventListener("click", () => setPreset(b.dataset.preset));
   }
   wireHidden();
+  wireKept();
+  wireSelection();
+  wireGmail();
+  wireKeys();
+  document.addEventListener("gmail-account-changed", () => state.lastPage && renderTable(state.lastPage));
 }
