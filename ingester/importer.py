@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import stat
 import threading
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from ingester.store import count_batch
 from shared.errors import InputFileError, RunNotFoundError
 from shared.mbox_format import sniff_mbox
 from shared.models import Source
+from shared.resume import resume_command
 from shared.runs import Run
 from shared.timeutil import Clock
 
@@ -188,6 +188,6 @@ def run_import(
         clock=clock,
         launch_token=request.launch_token,
         resume_hint=resume_hint
-        or (lambda run_id: f"gmail-stats import {shlex.quote(str(request.path))} --resume {run_id}"),
+        or (lambda run_id: resume_command(source=Source.MBOX, run_id=run_id, mbox_path=str(request.path))),
     )
     return _Importer(life=life, request=request, parse_workers=parse_workers).run()
