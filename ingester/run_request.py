@@ -44,9 +44,12 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
+    except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
+        raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
     if not isinstance(document, dict) or set(document) != _KEYS:
         raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)}")
-    if document["version"] != REQUEST_VERSION or document["command"] != kind:
+    # `type(…) is int`: JSON's `true` and `1.0` compare equal to 1 in Python, and are not version 1.
+    if type(document["version"]) is not int or document["version"] != REQUEST_VERSION or document["command"] != kind:
         raise UsageError(f"this runner runs version {REQUEST_VERSION} `{kind}` requests only")
     token = document["launch_token"]
     if not isinstance(token, str) or not _TOKEN.fullmatch(token):
@@ -67,7 +70,10 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
     if kind == "import":
         if not isinstance(path, str) or not 0 < len(path) <= _MAX_PATH:
             raise UsageError("an import request needs import_path, a path relative to the import folder")
-        _relative_parts(path)
+        try:
+            _relative_parts(path)
+        except InputFileError as exc:  # a malformed request, not a bad file: exit 2 like every other refusal
+            raise UsageError(f"the run request's import_path: {exc}") from None
     elif path is not None:
         raise UsageError("a scan request has no import_path")
     return RunRequest(command=kind, launch_token=token, import_path=path, resume_run_id=resume)
@@ -114,10 +120,16 @@ def _read_request(path: Path) -> bytes:
         raise UsageError(f"no run request at {path}; runners are started by the viewer") from None
     except OSError as exc:
         raise UsageError(f"cannot read the run request {path}: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise UsageError(f"{path} is not a regular file")
-        data = handle.read(MAX_REQUEST_BYTES + 1)
+    try:
+        # Checked on the descriptor before it becomes a file object, which refuses a directory with a traceback.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"the run request {path} is not a regular file; runners are started by the viewer")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_REQUEST_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read the run request {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
     if len(data) > MAX_REQUEST_BYTES:
         raise UsageError(f"the run request is larger than {MAX_REQUEST_BYTES} bytes")
     return data

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ingester.run_request import confine, expand, parse_request
 from shared.errors import InputFileError, UsageError
@@ -16,6 +18,13 @@ from tests.factories import generate_messages, write_mbox
 
 NOW = 1_800_000_000.0
 TOKEN = "0123456789abcdef" * 2
+
+
+_json_documents = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=6),
+    max_leaves=20,
+)
 
 
 def document(**changes: object) -> bytes:
@@ -65,11 +74,46 @@ def test_a_good_request_parses() -> None:
         document(import_path="a//b.mbox"),
         document(import_path="a\x00.mbox"),
         document(import_path="x" * 2000),
+        document(version=True),  # equal to 1 in Python, not the version
+        document(version=1.0),
+        document(version="1"),
+        b"[" * 2000 + b"]" * 2000,  # deeper than the JSON parser's stack
+        b'{"version": ' + b"[" * 100_000,
+        document(command=["import"]),
     ],
 )
 def test_anything_else_is_refused(data: bytes) -> None:
-    with pytest.raises((UsageError, InputFileError)):
+    with pytest.raises(UsageError) as refused:
         parse_request(data, kind="import", now=NOW)
+    assert refused.value.exit_code == 2 and "\n" not in str(refused.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        _json_documents.map(lambda d: json.dumps(d).encode()),
+        # Every key present, each with any JSON value: what gets past the key check.
+        st.fixed_dictionaries(dict.fromkeys(json.loads(document()), _json_documents)).map(
+            lambda d: json.dumps(d).encode()
+        ),
+    )
+)
+def test_any_document_is_a_request_or_one_usage_line(data: bytes) -> None:
+    try:
+        parse_request(data, kind="import", now=NOW)
+    except UsageError as exc:
+        assert "\n" not in str(exc)
+
+
+def test_a_folder_or_a_deep_document_at_the_request_path_is_one_usage_line(tmp_path: Path) -> None:
+    requests = tmp_path / "requests"
+    (requests / "import.json").mkdir(parents=True)
+    (requests / "scan.json").write_bytes(b"[" * 2000 + b"]" * 2000)
+    for kind, says in (("import", "is not a regular file"), ("scan", "nested too deep")):
+        with pytest.raises(UsageError) as refused:
+            expand(["run-request", kind], now=lambda: NOW, requests_dir=requests, imports_dir=tmp_path)
+        assert says in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_a_scan_request_carries_no_path() -> None:
