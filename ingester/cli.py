@@ -160,7 +160,11 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
 
 
 def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
-    path = run_request.confine(args.confine_to, args.path) if args.confine_to is not None else args.path
+    path, read_path = args.path, None
+    if args.confine_to is not None:
+        # Opened once, checked, and read through that descriptor: the descriptor stays open until the process ends.
+        path, fd = run_request.open_confined(args.confine_to, args.path)
+        read_path = run_request.pinned_path(fd)
     resume = _Resume(settings, source=Source.MBOX, mbox=path, import_dir=args.confine_to)
     request = ImportRequest(
         path=path,
@@ -168,8 +172,9 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
         shown_path=resume.mbox,  # the run row names the file as its resume command does (the host's path)
+        read_path=read_path,
     )
-    check_mbox_path(request.path)  # refuse bad input before the database is created or locked
+    check_mbox_path(request.source(), named=request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
     with (

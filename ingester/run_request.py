@@ -90,27 +90,55 @@ def _relative_parts(path: str) -> tuple[str, ...]:
 def confine(root: Path, path: Path) -> Path:
     """`path`, which must lie under `root` lexically and be a regular file reached from `root` without following
     any symbolic link; raises `InputFileError` otherwise. (`root` itself may be a link: it is configuration.)"""
+    confined, fd = open_confined(root, path)
+    os.close(fd)
+    return confined
+
+
+def open_confined(root: Path, path: Path) -> tuple[Path, int]:
+    """`confine`, keeping the file open: its path and a read-only descriptor of the very file that was checked.
+
+    Reading through the descriptor (`pinned_path`) instead of the name leaves no window between the check and
+    the import in which a swapped name could lead elsewhere.
+    """
     try:
         relative = PurePosixPath(path).relative_to(PurePosixPath(root))
     except ValueError:
         raise InputFileError(f"{path}: not inside the import folder {root}") from None
     parts = _relative_parts(relative.as_posix())
-    fds: list[int] = []
+    folders: list[int] = []
+    fd = -1
     try:
-        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        folders.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         for part in parts[:-1]:
-            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            folders.append(os.open(part, flags, dir_fd=folders[-1]))
         # O_NONBLOCK: a FIFO planted at the path must not hang the runner; O_NOFOLLOW: no link as the last part.
-        fds.append(os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1]))
-        info = os.fstat(fds[-1])
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folders[-1])
+        info = os.fstat(fd)
     except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
         raise InputFileError(f"{path}: cannot open it inside {root} without following a link ({exc.strerror})") from exc
     finally:
-        for fd in fds:
-            os.close(fd)
+        for folder in folders:
+            os.close(folder)
     if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         raise InputFileError(f"{path}: not a regular file")
-    return Path(root) / relative
+    return Path(root) / relative, fd
+
+
+def pinned_path(fd: int) -> Path | None:
+    """A name for the open file `fd` that this process and its parse workers can open: `/proc/PID/fd/N` reopens
+    that very file (Linux), never whatever a name points to now. None where there is no such `/proc`."""
+    pinned = Path(f"/proc/{os.getpid()}/fd/{fd}")
+    try:
+        same = os.stat(pinned)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    return pinned if (same.st_dev, same.st_ino) == (info.st_dev, info.st_ino) else None
 
 
 def _read_request(path: Path) -> bytes:

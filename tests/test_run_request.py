@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.run_request import confine, expand, parse_request
+from ingester.run_request import confine, expand, open_confined, parse_request, pinned_path
 from shared.errors import InputFileError, UsageError
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
+from tests.importing import counts_of, import_file, query
 
 NOW = 1_800_000_000.0
 TOKEN = "0123456789abcdef" * 2
@@ -216,3 +217,28 @@ def test_the_cli_refuses_a_link_out_of_the_folder_before_creating_the_database(t
     assert done.returncode == 0, done.stderr
     listed = json.loads(run_cli("runs", "--json", GMAIL_STATS_DB=str(db)).stdout)
     assert [(r["state"], r["messages_new"], r["mbox_path"]) for r in listed] == [("done", 3, str(imports / "b.mbox"))]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_import_reads_the_file_that_was_checked_even_when_its_name_is_swapped(tmp_path: Path, workers: int) -> None:
+    """The attack run's race, made certain: the name is swapped for a link to a file outside right after the check.
+    The import reads through the descriptor the check opened (in the parse workers too), so the swap changes
+    nothing."""
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    inside = write_mbox(imports / "a.mbox", generate_messages(count=30, body_bytes=50, senders=3))
+    outside = write_mbox(tmp_path / "secret.mbox", generate_messages(count=7, body_bytes=50, senders=2))
+    assert sum(outside.values()) != sum(inside.values())
+    path, fd = open_confined(imports, imports / "a.mbox")
+    try:
+        pinned = pinned_path(fd)
+        assert pinned is not None and pinned.parent == Path(f"/proc/{os.getpid()}/fd")
+        (imports / "a.mbox").rename(imports / "moved.mbox")
+        (imports / "a.mbox").symlink_to(tmp_path / "secret.mbox")
+        db = tmp_path / "stats.db"
+        result = import_file(db, path, workers=workers, read_path=pinned)
+    finally:
+        os.close(fd)
+    assert result.messages_new == sum(inside.values())
+    assert counts_of(db) == inside
+    assert query(db, "SELECT mbox_path FROM ingest_runs") == [(str(imports / "a.mbox"),)]
