@@ -253,9 +253,9 @@ export function senderActions(s, name, { inDialog = false } = {}) {
     const title = plain
       ? "Unencrypted (http:): the sender's unsubscribe page opens without HTTPS, so others on the network can see or change it"
       : s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
-    const text = plain ? "Unsubscribe (unencrypted)" : "Unsubscribe";
     const label = `Unsubscribe from ${name}${plain ? " (unencrypted http: link)" : ""}`;
-    box.append(el("a", { cls: `link-action unsub${plain ? " unencrypted" : ""}`, text, attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": label, title } }));
+    const marker = plain ? el("span", { cls: "tag-http", text: inDialog ? "unencrypted" : "http" }) : null;
+    box.append(el("a", { cls: `link-action unsub${plain ? " unencrypted" : ""}`, text: "Unsubscribe", attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": label, title } }, [marker]));
   }
   const hidden = state.hidden.has(s.sender);
   const toggle = el("button", { cls: "button ghost small hide-button", text: hidden ? "Unhide" : "Hide", attrs: { type: "button", "aria-label": `${hidden ? "Unhide" : "Hide"} ${name}` } });
