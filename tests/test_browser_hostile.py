@@ -56,7 +56,10 @@ def test_unsubscribe_links_show_only_what_is_safe(chromium: Browser, tmp_path: P
         page.keyboard.press("Escape")
         # Nothing in the row is cut off: the marked link and its neighbours fit the actions cell.
         cell = page.locator("#rows tr[data-sender='plain@evil.example'] td.col-actions")
-        fits = "td => [...td.querySelectorAll('a, button')].every(n => n.getBoundingClientRect().left >= td.getBoundingClientRect().left)"
+        fits = (
+            "td => [...td.querySelectorAll('a, button')]"
+            ".every(n => n.getBoundingClientRect().left >= td.getBoundingClientRect().left)"
+        )
         assert cell.evaluate(fits)
         shoot(page, "hostile-links-row-1440-light", full_page=False)
         assert console.problems == []
