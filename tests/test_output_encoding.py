@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
 
 from shared.csv_cells import FORMULA_STARTS, neutralise_cell
 from shared.unsubscribe_links import clean_mailto, clean_target
-from tests.conftest import run_cli
+from tests.conftest import REPO_ROOT, run_cli
 from tests.hostile_senders import CLEAN_MAILTO, HOSTILE, hostile_mbox
 from tests.viewer_support import make_settings, seed, viewer
 
@@ -122,3 +123,19 @@ def test_clean_mailto(uri: str, expected: str | None) -> None:
 def test_clean_target_leaves_web_links_and_none() -> None:
     assert clean_target("https://x.org/u?bcc=1") == "https://x.org/u?bcc=1"
     assert clean_target(None) is None
+
+
+def test_the_attack_matrix_names_tests_that_exist() -> None:
+    """docs/security.md's attack matrix cites `tests/test_x.py::name` (then `::other` of the same file): each exists."""
+    doc = (REPO_ROOT / "docs" / "security.md").read_text()
+    matrix = doc[doc.index("### Attack matrix") : doc.index("## Docker confinement design")]
+    cited: list[tuple[str, str]] = []
+    for cell in re.findall(r"`((?:tests/test_\w+\.py)?::\w+|tests/test_\w+\.py)`", matrix):
+        file, _, name = cell.partition("::")
+        if file:
+            current = file
+        if name:
+            cited.append((current, name))
+    assert len(cited) > 20
+    missing = [(f, n) for f, n in cited if not re.search(rf"^def {n}\(", (REPO_ROOT / f).read_text(), re.M)]
+    assert missing == []
