@@ -10,9 +10,10 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from ingester import run_request
+from ingester.arguments import OneLineParser, count_arg, run_id_arg
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
 from ingester.read_commands import export_text, runs_text, write_atomically
@@ -32,36 +33,6 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-MAX_RUN_ID = 2**63 - 1  # SQLite's INTEGER PRIMARY KEY is a signed 64-bit integer
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a bad command line answered in one line (house rule) instead of usage plus error."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def _run_id(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a run id (a whole number)") from None
-    if not 0 < value <= MAX_RUN_ID:
-        raise argparse.ArgumentTypeError(f"{text} is not a run id (1 to {MAX_RUN_ID}; `gmail-stats runs` lists them)")
-    return value
-
-
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value <= MAX_RUN_ID:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (0 to {MAX_RUN_ID})")
-    return value
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, metavar="FILE", help=flag_help(IngesterSettings, "db", "database file"))
     noise = parser.add_mutually_exclusive_group()
@@ -70,7 +41,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="gmail-stats",
         description="Count who fills your Gmail: import a Takeout mbox (or scan Gmail) into a local SQLite file.",
     )
@@ -85,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  gmail-stats import big.mbox --resume 3",
     )
     imp.add_argument("path", type=Path, help="the .mbox file")
-    imp.add_argument("--resume", type=_run_id, metavar="RUN_ID", help="continue an interrupted import run")
+    imp.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted import run")
     imp.add_argument("--include-spam-trash", action="store_true", help="also count Spam and Trash")
     imp.add_argument(
         "--confine-to",
@@ -107,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  gmail-stats scan --backfill-message-ids",
     )
     mode = scan.add_mutually_exclusive_group()
-    mode.add_argument("--resume", type=_run_id, metavar="RUN_ID", help="continue an interrupted scan run")
+    mode.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted scan run")
     mode.add_argument(
         "--full", action="store_true", help="list the whole mailbox instead of the changes since last scan"
     )
@@ -133,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example:\n  gmail-stats runs --limit 5\n  gmail-stats runs --json",
     )
     runs.add_argument("--json", action="store_true", help="print a JSON array of run objects")
-    runs.add_argument("--limit", type=_limit, default=20, metavar="N", help="at most N runs (default 20)")
+    runs.add_argument("--limit", type=count_arg, default=20, metavar="N", help="at most N runs (default 20)")
     _common(runs)
 
     export = commands.add_parser(
