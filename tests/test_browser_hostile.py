@@ -1,9 +1,11 @@
 """Issue 26's hostile inputs where a person meets them, in Debian's chromium: unsubscribe links a stranger wrote,
-the `make import` command the page offers for a hostile file name (then pasted into a shell in a checkout whose
-`docker compose run` only records), and a file name that is not UTF-8. No console errors, no CSP violations."""
+the Export CSV download, the `make import` command the page offers for a hostile file name (then pasted into a
+shell in a checkout whose `docker compose run` only records), and a file name that is not UTF-8. No console
+errors, no CSP violations."""
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from pathlib import Path
@@ -11,9 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from shared.csv_cells import FORMULA_STARTS
 from shared.resume import CommandStyle
 from tests.browser_support import new_page, serve, shoot
-from tests.hostile_senders import CLEAN_MAILTO, hostile_mbox
+from tests.hostile_senders import CLEAN_MAILTO, HOSTILE, hostile_mbox
 from tests.importing import import_file
 from tests.make_support import paste, recorded, scratch_checkout
 from tests.viewer_support import make_settings
@@ -62,6 +65,15 @@ def test_unsubscribe_links_show_only_what_is_safe(chromium: Browser, tmp_path: P
         )
         assert cell.evaluate(fits)
         shoot(page, "hostile-links-row-1440-light", full_page=False)
+        # The page's Export CSV, as the browser saves it, read back by a CSV reader: no cell starts a formula.
+        with page.expect_download() as download:
+            page.click("#export")
+        saved = Path(download.value.path())
+        with saved.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        assert len(rows) == len(HOSTILE)
+        assert all(not cell.startswith(FORMULA_STARTS) for row in rows for cell in row.values())
+        assert {row["sender"] for row in rows} >= {"'=1+1@evil.example", "link@evil.example"}
         assert console.problems == []
 
 
