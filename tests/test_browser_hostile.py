@@ -30,7 +30,7 @@ def _patient_expect() -> None:
     expect.set_options(timeout=20_000)
 
 
-def test_unsubscribe_links_show_only_what_is_safe(chromium: Browser, tmp_path: Path) -> None:
+def test_a_strangers_senders_on_the_page_and_in_its_export(chromium: Browser, tmp_path: Path) -> None:
     (tmp_path / "hostile.mbox").write_bytes(hostile_mbox())
     import_file(tmp_path / "stats.db", tmp_path / "hostile.mbox")
     with serve(make_settings(tmp_path)) as url:
