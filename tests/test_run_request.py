@@ -3,8 +3,10 @@ folder or follow a link on the way (the check-then-use race: it opens what it ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -242,3 +244,40 @@ def test_the_import_reads_the_file_that_was_checked_even_when_its_name_is_swappe
     assert result.messages_new == sum(inside.values())
     assert counts_of(db) == inside
     assert query(db, "SELECT mbox_path FROM ingest_runs") == [(str(imports / "a.mbox"),)]
+
+
+@pytest.mark.slow
+def test_real_imports_against_a_name_swapped_in_a_loop_never_read_outside(tmp_path: Path) -> None:
+    """The attack run's race for real: while a thread swaps `a.mbox` between a file inside and a link to a file
+    outside as fast as it can, confined CLI imports either refuse (they caught the link) or count the inside file.
+    (Before the import read through the checked descriptor, 5 of 29 that passed the checks counted the outside one.)"""
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    inside = write_mbox(imports / "real.mbox", generate_messages(count=30, body_bytes=50, senders=3))
+    outside = write_mbox(tmp_path / "secret.mbox", generate_messages(count=7, body_bytes=50, senders=2))
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.link(imports / "real.mbox", imports / ".file")
+                os.replace(imports / ".file", imports / "a.mbox")
+                os.symlink(tmp_path / "secret.mbox", imports / ".link")
+                os.replace(imports / ".link", imports / "a.mbox")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    counted: list[dict[str, int]] = []
+    try:
+        for i in range(20):
+            db = tmp_path / f"stats-{i}.db"
+            result = run_cli("import", imports / "a.mbox", "--confine-to", imports, "--db", db, "--quiet")
+            if result.returncode == 0:
+                counted.append(counts_of(db))
+            else:
+                assert "without following a link" in result.stderr or "not a regular file" in result.stderr
+    finally:
+        stop.set()
+        swapper.join(10)
+    assert counted, "no import got past the checks: the race was not run"
+    assert all(counts == inside for counts in counted) and inside != outside
