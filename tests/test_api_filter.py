@@ -133,6 +133,12 @@ def _request(method: str, path: str, *headers: str, body: bytes = b"", version: 
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
+def _name(raw: bytes) -> str:
+    """A test id: the request line and the headers that matter, without the fixed ones."""
+    lines = [line.decode() for line in raw.split(b"\r\n\r\n")[0].split(b"\r\n")]
+    return " ".join(line for line in lines if line not in ("Host: docker", "Connection: close"))
+
+
 KILL = f"/v1.41/containers/{RUNNER}/kill"
 START = f"/v1.41/containers/{RUNNER}/start"
 
@@ -148,6 +154,7 @@ START = f"/v1.41/containers/{RUNNER}/start"
         _request("POST", KILL + "?signal=SIGKILL"),
         _request("POST", KILL),
     ],
+    ids=_name,
 )
 def test_what_the_launcher_sends_gets_through(api_filter: Filter, raw: bytes) -> None:
     assert api_filter.send(raw) == 200
@@ -175,6 +182,7 @@ def test_what_the_launcher_sends_gets_through(api_filter: Filter, raw: bytes) ->
         _request("GET", "/_ping", "Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA", "Connection: Upgrade"),
         _request("GET", "/_ping", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"),
     ],
+    ids=_name,
 )
 def test_anything_else_is_refused_before_the_engine(api_filter: Filter, raw: bytes) -> None:
     assert api_filter.send(raw) in (400, 403, 505, None)
