@@ -7,8 +7,15 @@ RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 MBOX ?=
 RESUME ?=
-# `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run.
-RESUME_FLAG = $(if $(RESUME),--resume $(RESUME))
+# `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run. A file name is data, never make
+# or shell text: `$(value …)` takes MBOX and RESUME as typed (make does not expand `$(shell …)` in them), the recipes
+# read them from the environment as "$$…" (the shell does not parse them), and MBOX and RESUME themselves are not
+# exported (make would expand them to build the recipes' environment).
+override MAKE_MBOX := $(value MBOX)
+override MAKE_RESUME := $(value RESUME)
+export MAKE_MBOX MAKE_RESUME
+unexport MBOX RESUME
+RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"}
 
 .PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs
 
@@ -64,7 +71,7 @@ scan: secrets
 	sh docker/compose-run.sh --service-ports ingester scan $(RESUME_FLAG)
 
 import:
-	@test -n "$(MBOX)" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$(MBOX)" || { echo "make import: $(MBOX): no such file" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$(MBOX)")" && pwd) && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$(basename -- "$(MBOX)")" ingester import "/mbox/$$(basename -- "$(MBOX)")" $(RESUME_FLAG)
+	@test -n "$$MAKE_MBOX" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$$MAKE_MBOX" || { printf 'make import: %s: no such file\n' "$$MAKE_MBOX" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$$MAKE_MBOX")" && pwd) && name=$$(basename -- "$$MAKE_MBOX") && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$name" ingester import "/mbox/$$name" $(RESUME_FLAG)
 
 # The runs and their warnings, newest first, read from the stack's database volume (nothing is written).
 runs:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the tests use (idempotent; quick when already installed): Chromium for the browser tests, and
-# python3-venv so `make install` can create .venv with Debian's own python3.
+# python3-venv so `make install` can create .venv with Debian's own python3, and HAProxy, which runs the Docker API
+# filter's configuration in tests/test_api_filter.py.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 missing=()
-for pkg in chromium make python3-venv git; do
+for pkg in chromium make python3-venv git haproxy; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ingester import gmail_exports, run_request
+from ingester.arguments import OneLineParser, count_arg, run_id_arg
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
 from ingester.read_commands import export_text, runs_text, write_atomically
@@ -40,7 +41,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gmail-stats",
         description="Count who fills your Gmail: import a Takeout mbox (or scan Gmail) into a local SQLite file.",
     )
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  gmail-stats import big.mbox --resume 3",
     )
     imp.add_argument("path", type=Path, help="the .mbox file")
-    imp.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted import run")
+    imp.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted import run")
     imp.add_argument("--include-spam-trash", action="store_true", help="also count Spam and Trash")
     imp.add_argument(
         "--confine-to",
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  gmail-stats scan --backfill-message-ids",
     )
     mode = scan.add_mutually_exclusive_group()
-    mode.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted scan run")
+    mode.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted scan run")
     mode.add_argument(
         "--full", action="store_true", help="list the whole mailbox instead of the changes since last scan"
     )
@@ -103,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example:\n  gmail-stats runs --limit 5\n  gmail-stats runs --json",
     )
     runs.add_argument("--json", action="store_true", help="print a JSON array of run objects")
-    runs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
+    runs.add_argument("--limit", type=count_arg, default=20, metavar="N", help="at most N runs (default 20)")
     _common(runs)
 
     export = commands.add_parser(
@@ -141,7 +142,11 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
 
 
 def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
-    path = run_request.confine(args.confine_to, args.path) if args.confine_to is not None else args.path
+    path, read_path = args.path, None
+    if args.confine_to is not None:
+        # Opened once, checked, and read through that descriptor: the descriptor stays open until the process ends.
+        path, fd = run_request.open_confined(args.confine_to, args.path)
+        read_path = run_request.pinned_path(fd)
     resume = _Resume(settings, source=Source.MBOX, mbox=path, import_dir=args.confine_to)
     request = ImportRequest(
         path=path,
@@ -149,8 +154,9 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
         resume_run_id=args.resume,
         launch_token=settings.launch_token,
         shown_path=resume.mbox,  # the run row names the file as its resume command does (the host's path)
+        read_path=read_path,
     )
-    check_mbox_path(request.path)  # refuse bad input before the database is created or locked
+    check_mbox_path(request.source(), named=request.path)  # refuse bad input before the database is created or locked
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=True)
     cancel = threading.Event()
     with (

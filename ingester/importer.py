@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import stat
 import threading
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from ingester.store import count_batch
 from shared.errors import InputFileError, RunNotFoundError
 from shared.mbox_format import sniff_mbox
 from shared.models import Source
+from shared.resume import resume_command
 from shared.runs import Run
 from shared.timeutil import Clock
 
@@ -45,15 +45,25 @@ class ImportRequest:
     # `path` is the container's /mbox/… or /imports/…), so what the page and `runs` show, and resume hints, work on
     # the host.
     shown_path: str | None = None
+    # What is read, when not `path`: `/proc/PID/fd/N` of the file `--confine-to` opened and checked, so no name
+    # swapped after the check can make the import read another file.
+    read_path: Path | None = None
 
     def recorded_path(self) -> str:
         return self.shown_path or str(self.path.absolute())
 
+    def source(self) -> Path:
+        return self.read_path or self.path
 
-def check_mbox_path(path: Path) -> os.stat_result:
-    """Refuses, before anything is written, a path that is missing, not a regular file, or not an mbox."""
+
+def check_mbox_path(source: Path, *, named: Path | None = None) -> os.stat_result:
+    """Refuses, before anything is written, a path that is missing, not a regular file, or not an mbox.
+
+    `source` is what is read; `named` the file as messages name it, when that differs (a pinned descriptor).
+    """
+    path = named or source
     try:
-        info = path.stat()
+        info = source.stat()
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such file; give the path of the .mbox file from your Takeout") from None
     except OSError as exc:
@@ -61,7 +71,7 @@ def check_mbox_path(path: Path) -> os.stat_result:
     if not stat.S_ISREG(info.st_mode):
         raise InputFileError(f"{path}: not a regular file; give the .mbox file itself, not a folder")
     try:
-        with path.open("rb") as handle:
+        with source.open("rb") as handle:
             sniffed = sniff_mbox(handle)
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from exc
@@ -113,8 +123,9 @@ class _Importer:
             )
 
     def run(self) -> RunResult:
-        info = check_mbox_path(self.request.path)
-        offset = self.start_run(info, fingerprint(self.request.path, info))
+        source = self.request.source()
+        info = check_mbox_path(source, named=self.request.path)
+        offset = self.start_run(info, fingerprint(source, info))
         self.life.reporter.start(description=f"Importing {self.request.path.name}", total=info.st_size, done=offset)
         with self.life.guard(heartbeat=False):
             self._consume(offset, info.st_size)
@@ -124,7 +135,7 @@ class _Importer:
         """Counts regions from `offset` to the end, then ends the run (`cancelled` if asked to stop)."""
         life = self.life
         tasks = plan_segments(
-            self.request.path,
+            self.request.source(),
             start=offset,
             size=size,
             include_spam_trash=self.request.include_spam_trash,
@@ -188,6 +199,6 @@ def run_import(
         clock=clock,
         launch_token=request.launch_token,
         resume_hint=resume_hint
-        or (lambda run_id: f"gmail-stats import {shlex.quote(str(request.path))} --resume {run_id}"),
+        or (lambda run_id: resume_command(source=Source.MBOX, run_id=run_id, mbox_path=str(request.path))),
     )
     return _Importer(life=life, request=request, parse_workers=parse_workers).run()

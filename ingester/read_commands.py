@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from ingester.settings import IngesterSettings
+from shared.csv_cells import neutralise_record
 from shared.db import reader_engine
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import DatabaseError, UsageError
@@ -117,7 +118,7 @@ def export_text(settings: IngesterSettings, *, as_json: bool) -> str:
     else:
         writer = csv.DictWriter(buffer, fieldnames=SENDER_COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(document["senders"])
+        writer.writerows(neutralise_record(sender) for sender in document["senders"])
     return buffer.getvalue()
 
 

@@ -44,9 +44,12 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
+    except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
+        raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
     if not isinstance(document, dict) or set(document) != _KEYS:
         raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)}")
-    if document["version"] != REQUEST_VERSION or document["command"] != kind:
+    # `type(…) is int`: JSON's `true` and `1.0` compare equal to 1 in Python, and are not version 1.
+    if type(document["version"]) is not int or document["version"] != REQUEST_VERSION or document["command"] != kind:
         raise UsageError(f"this runner runs version {REQUEST_VERSION} `{kind}` requests only")
     token = document["launch_token"]
     if not isinstance(token, str) or not _TOKEN.fullmatch(token):
@@ -67,7 +70,10 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
     if kind == "import":
         if not isinstance(path, str) or not 0 < len(path) <= _MAX_PATH:
             raise UsageError("an import request needs import_path, a path relative to the import folder")
-        _relative_parts(path)
+        try:
+            _relative_parts(path)
+        except InputFileError as exc:  # a malformed request, not a bad file: exit 2 like every other refusal
+            raise UsageError(f"the run request's import_path: {exc}") from None
     elif path is not None:
         raise UsageError("a scan request has no import_path")
     return RunRequest(command=kind, launch_token=token, import_path=path, resume_run_id=resume)
@@ -84,27 +90,55 @@ def _relative_parts(path: str) -> tuple[str, ...]:
 def confine(root: Path, path: Path) -> Path:
     """`path`, which must lie under `root` lexically and be a regular file reached from `root` without following
     any symbolic link; raises `InputFileError` otherwise. (`root` itself may be a link: it is configuration.)"""
+    confined, fd = open_confined(root, path)
+    os.close(fd)
+    return confined
+
+
+def open_confined(root: Path, path: Path) -> tuple[Path, int]:
+    """`confine`, keeping the file open: its path and a read-only descriptor of the very file that was checked.
+
+    Reading through the descriptor (`pinned_path`) instead of the name leaves no window between the check and
+    the import in which a swapped name could lead elsewhere.
+    """
     try:
         relative = PurePosixPath(path).relative_to(PurePosixPath(root))
     except ValueError:
         raise InputFileError(f"{path}: not inside the import folder {root}") from None
     parts = _relative_parts(relative.as_posix())
-    fds: list[int] = []
+    folders: list[int] = []
+    fd = -1
     try:
-        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+        folders.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
         for part in parts[:-1]:
-            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fds[-1]))
+            flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            folders.append(os.open(part, flags, dir_fd=folders[-1]))
         # O_NONBLOCK: a FIFO planted at the path must not hang the runner; O_NOFOLLOW: no link as the last part.
-        fds.append(os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fds[-1]))
-        info = os.fstat(fds[-1])
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folders[-1])
+        info = os.fstat(fd)
     except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
         raise InputFileError(f"{path}: cannot open it inside {root} without following a link ({exc.strerror})") from exc
     finally:
-        for fd in fds:
-            os.close(fd)
+        for folder in folders:
+            os.close(folder)
     if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         raise InputFileError(f"{path}: not a regular file")
-    return Path(root) / relative
+    return Path(root) / relative, fd
+
+
+def pinned_path(fd: int) -> Path | None:
+    """A name for the open file `fd` that this process and its parse workers can open: `/proc/PID/fd/N` reopens
+    that very file (Linux), never whatever a name points to now. None where there is no such `/proc`."""
+    pinned = Path(f"/proc/{os.getpid()}/fd/{fd}")
+    try:
+        same = os.stat(pinned)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    return pinned if (same.st_dev, same.st_ino) == (info.st_dev, info.st_ino) else None
 
 
 def _read_request(path: Path) -> bytes:
@@ -114,10 +148,16 @@ def _read_request(path: Path) -> bytes:
         raise UsageError(f"no run request at {path}; runners are started by the viewer") from None
     except OSError as exc:
         raise UsageError(f"cannot read the run request {path}: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise UsageError(f"{path} is not a regular file")
-        data = handle.read(MAX_REQUEST_BYTES + 1)
+    try:
+        # Checked on the descriptor before it becomes a file object, which refuses a directory with a traceback.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"the run request {path} is not a regular file; runners are started by the viewer")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_REQUEST_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read the run request {path}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
     if len(data) > MAX_REQUEST_BYTES:
         raise UsageError(f"the run request is larger than {MAX_REQUEST_BYTES} bytes")
     return data

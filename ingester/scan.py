@@ -40,6 +40,7 @@ from ingester.scan_store import (
 from ingester.scan_types import ScanRequest, ScanTuning
 from shared.errors import ErrorKind, GmailApiError
 from shared.models import Source
+from shared.resume import resume_command
 from shared.timeutil import Clock
 
 # A history run's resume token: this prefix, the feed's start history id, ":", the next history.list page token.
@@ -217,7 +218,7 @@ def run_scan(
         cancel=cancel,
         clock=clock,
         launch_token=request.launch_token,
-        resume_hint=resume_hint or (lambda run_id: f"gmail-stats scan --resume {run_id}"),
+        resume_hint=resume_hint or (lambda run_id: resume_command(source=Source.GMAIL_API, run_id=run_id)),
     )
     scanner = _Scanner(life=life, request=request, access=access, tuning=tuning, on_consent_url=on_consent_url)
     return scanner.run()

@@ -1,8 +1,9 @@
 """List-Unsubscribe (RFC 2369) and List-Unsubscribe-Post (RFC 8058) values → usable targets; never raises.
 
-Only what a user can act on is kept: the first `https:`/`http:` URL with a host and the first `mailto:` with an
-address, each at most `MAX_TARGET` characters of printable ASCII. Anything else (other schemes, junk, hostile
-bytes) is dropped: the message is still counted, the sender just shows no unsubscribe link.
+Only what a user can act on is kept: the first `https:`/`http:` URL with a host and the first `mailto:` with one
+address (that address and an optional `subject` only: `shared.unsubscribe_links`), each at most `MAX_TARGET`
+characters of printable ASCII. Anything else (other schemes, junk, hostile bytes) is dropped: the message is still
+counted, the sender just shows no unsubscribe link.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from shared.unsubscribe_links import clean_mailto
 
 MAX_TARGET = 2048
 # Each target is `<uri>` (RFC 2369 section 2); the list is comma-separated, with optional comments around.
@@ -55,13 +58,6 @@ def _web(uri: str) -> str | None:
     return uri
 
 
-def _mailto(uri: str) -> str | None:
-    if uri[:7].lower() != "mailto:":
-        return None
-    address = uri[7:].split("?", 1)[0]
-    return uri if "@" in address.strip("@") else None
-
-
 def parse_unsubscribe(header: str | None, post: str | None = None) -> UnsubscribeTargets:
     """The targets of one message's headers (values already unfolded); `NONE` when nothing usable is there."""
     if not header:
@@ -74,7 +70,7 @@ def parse_unsubscribe(header: str | None, post: str | None = None) -> Unsubscrib
         if web is None:
             web = _web(uri)
         if mailto is None:
-            mailto = _mailto(uri)
+            mailto = clean_mailto(uri)
         if web is not None and mailto is not None:
             break
     # One-click needs an HTTPS target to POST to (RFC 8058 section 3.1); a mailto alone cannot be one-click.

@@ -3,7 +3,8 @@ the viewer.
 
 A resume command must name everything the resumed run depends on (database, file, run id). Every command is quoted
 for a POSIX shell and written in the form that works where the person is: the `gmail-stats` CLI, or the Makefile's
-`make` verbs on a Docker host (with the host's paths: the container's never work there).
+`make` verbs on a Docker host (with the host's paths: the container's never work there). `make_command` is the one
+place a `make` line is built; its values stay data for make too (see there).
 """
 
 from __future__ import annotations
@@ -19,10 +20,21 @@ class CommandStyle(StrEnum):
     MAKE = "make"
 
 
+def make_command(verb: str, **variables: str | int) -> str:
+    """`make VERB NAME=value…` with each value one shell word (`shlex.quote`).
+
+    Quoting for the shell is all a value needs: the Makefile reads MBOX and RESUME with `$(value …)` and hands them
+    to its recipes through the environment, so make never expands `$(shell …)` in a file name and the recipe's
+    shell never parses one (tests/test_makefile.py runs hostile names through the real Makefile).
+    """
+    assignments = [f"{name}={shlex.quote(str(value))}" for name, value in variables.items()]
+    return " ".join(["make", verb, *assignments])
+
+
 def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI) -> str:
     """The command that imports `path`, the file as the person names it (on a Docker host: the host's path)."""
     if style == CommandStyle.MAKE:
-        return f"make import MBOX={shlex.quote(path)}"
+        return make_command("import", MBOX=path)
     return shlex.join(["gmail-stats", "import", path])
 
 
@@ -51,10 +63,10 @@ def resume_command(
     """
     if style == CommandStyle.MAKE:
         if source == Source.MBOX:
-            return f"make import MBOX={shlex.quote(mbox_path or 'PATH')} RESUME={run_id}"
+            return make_command("import", MBOX=mbox_path or "PATH", RESUME=run_id)
         if source == Source.BACKFILL:
             return "docker compose run --rm --service-ports ingester scan --backfill-message-ids"
-        return f"make scan RESUME={run_id}"
+        return make_command("scan", RESUME=run_id)
     if source == Source.MBOX:
         argv = ["gmail-stats", "import", mbox_path or "PATH", "--resume", str(run_id)]
     elif source == Source.BACKFILL:

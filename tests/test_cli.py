@@ -141,3 +141,21 @@ def test_help_has_examples() -> None:
     for command in ("import", "runs", "export"):
         result = run_cli(command, "--help")
         assert result.returncode == 0 and "Example:" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("import", "x.mbox", "--resume", "9223372036854775808"), "not a run id (1 to 9223372036854775807"),
+        (("import", "x.mbox", "--resume", "0"), "not a run id"),
+        (("scan", "--resume", "-3"), "not a run id"),
+        (("scan", "--resume", "abc"), "not a run id (a whole number)"),
+        (("runs", "--limit", "99999999999999999999"), "out of range"),
+        (("import",), "the following arguments are required: path"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
+    result = run_cli(*args, "--db", tmp_path / "stats.db")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert not (tmp_path / "stats.db").exists()

@@ -191,6 +191,10 @@ def test_onboarding_status_and_a_viewer_that_cannot_write_data(stack: Stack) -> 
     assert "Read-only file system" in probe.stderr
     assert probe.stdout.split() == ["Uid:", "10001", "10001", "10001", "10001", "CapEff:", "0000000000000000"]
     assert stack.http.get("/api/status", headers={"Host": "evil.example"}).status_code == 403
+    viewer = stack.compose("ps", "--quiet", "viewer").stdout.strip()
+    limits = json.loads(docker("inspect", viewer).stdout)[0]["HostConfig"]
+    assert (limits["PidsLimit"], limits["Memory"]) == (256, 1024**3)  # compose.yaml: pids_limit, mem_limit
+    assert json.loads(docker("inspect", viewer).stdout)[0]["State"]["Health"]["Status"] == "healthy"
 
 
 def test_ui_import_runs_in_a_new_container_and_the_counts_match(stack: Stack) -> None:

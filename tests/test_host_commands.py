@@ -63,6 +63,7 @@ def test_the_import_card_names_the_host_folder_and_make_under_docker(tmp_path: P
                 "command": "make import MBOX='./imports/All mail.mbox'",
             }
         ],
+        "unreadable_names": [],
         "import_command": "make import MBOX=path/to/file.mbox",
         "scan_command": "make scan",
         "runs_command": "make runs",
@@ -78,6 +79,7 @@ def test_the_import_card_names_the_viewers_folder_and_the_cli_without_docker(tmp
         "import_dir": str(folder),
         "import_dir_exists": True,
         "files": [{"path": "All mail.mbox", "size": size, "mtime_unix": mtime, "command": command}],
+        "unreadable_names": [],
         "import_command": "gmail-stats import path/to/file.mbox",
         "scan_command": "gmail-stats scan",
         "runs_command": "gmail-stats runs --verbose",

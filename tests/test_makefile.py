@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from shared.models import Source
+from shared.resume import CommandStyle, import_command, resume_command
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import INGESTER_UID, compose_env, ensure_image
+from tests.make_support import paste, recorded, scratch_checkout
 
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,14 +35,67 @@ def test_make_import_without_a_file_prints_its_usage() -> None:
     assert "usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]" in result.stderr
 
 
+# File names a stranger's Takeout or a shared folder may hold: make functions, shell quotes and substitutions, a
+# newline, a make comment sign, a backslash, an option-looking name.
+HOSTILE_NAMES = [
+    "x$(shell touch PWNED).mbox",
+    '";touch PWNED;".mbox',
+    "';touch PWNED;'.mbox",
+    "$(touch PWNED).mbox",
+    "`touch PWNED`.mbox",
+    "$$(shell touch PWNED)$${IFS}.mbox",
+    "a b\nc;touch PWNED.mbox",
+    "#not a comment.mbox",
+    "back\\slash\\.mbox",
+    "-n.mbox",
+]
+
+
+def _pwned(tmp_path: Path) -> list[Path]:
+    return [p for p in tmp_path.rglob("*") if p.name.startswith("PWNED")]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_printed_make_commands_keep_a_hostile_file_name_data(tmp_path: Path, name: str) -> None:
+    root = scratch_checkout(tmp_path)
+    folder = tmp_path / "take out"
+    folder.mkdir()
+    (folder / name).write_bytes(b"")
+    path = str(folder / name)
+    for command in (
+        import_command(path=path, style=CommandStyle.MAKE),
+        resume_command(source=Source.MBOX, run_id=3, style=CommandStyle.MAKE, mbox_path=path),
+    ):
+        dry = paste(root, command.replace("make ", "make -n ", 1))
+        assert dry.returncode == 0, dry.stderr
+        assert not (root / "argv").exists() and _pwned(tmp_path) == [], dry.stdout
+        real = paste(root, command)
+        assert real.returncode == 0, real.stderr
+        assert _pwned(tmp_path) == []
+        resume = ["--resume", "3"] if "RESUME=" in command else []
+        assert recorded(root) == [
+            "--volume",
+            f"{folder}:/mbox:ro",
+            "--env",
+            f"GMAIL_STATS_HOST_MBOX={path}",
+            "ingester",
+            "import",
+            f"/mbox/{name}",
+            *resume,
+        ]
+        (root / "argv").unlink()
+
+
 def test_resume_passes_the_run_id_to_the_containerised_ingester(tmp_path: Path) -> None:
-    mbox = tmp_path / "mail.mbox"
-    mbox.write_bytes(b"")
-    scan = make("-n", "scan", "RESUME=4").stdout
-    assert scan.strip().endswith("ingester scan --resume 4")
-    assert "--resume" not in make("-n", "scan").stdout
-    imported = make("-n", "import", f"MBOX={mbox}", "RESUME=3").stdout
-    assert imported.strip().endswith('ingester import "/mbox/$(basename -- "' + str(mbox) + '")" --resume 3')
+    root = scratch_checkout(tmp_path)
+    assert paste(root, "make scan RESUME=4").returncode == 0
+    assert recorded(root) == ["--service-ports", "ingester", "scan", "--resume", "4"]
+    assert paste(root, "make scan").returncode == 0
+    assert recorded(root) == ["--service-ports", "ingester", "scan"]
+    hostile = paste(root, "make -n scan RESUME='4$(shell touch PWNED)'; make scan RESUME='4$(shell touch PWNED)'")
+    assert hostile.returncode == 0, hostile.stderr
+    assert _pwned(tmp_path) == []
+    assert recorded(root) == ["--service-ports", "ingester", "scan", "--resume", "4$(shell touch PWNED)"]
 
 
 @pytest.mark.docker

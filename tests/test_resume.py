@@ -18,6 +18,7 @@ from shared.resume import CommandStyle, resume_command
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, query
+from tests.make_support import paste, recorded, scratch_checkout
 from tests.processes import start_import, wait_until
 
 
@@ -229,22 +230,23 @@ def test_refused_resumes_exit_2_and_change_nothing(tmp_path: Path) -> None:
 
 
 def test_make_verbs_take_resume(tmp_path: Path) -> None:
-    """What the make-form hint asks for: `make import MBOX=… RESUME=N` and `make scan RESUME=N` (dry run)."""
+    """What the make-form hint asks for: `make import MBOX=… RESUME=N` and `make scan RESUME=N`, run in a checkout
+    whose `docker compose run` only records what it was asked to start."""
     mbox = tmp_path / "my mail" / "All mail.mbox"
     mbox.parent.mkdir()
     mbox.write_bytes(b"")
-
-    def dry(*args: str) -> str:
-        # --no-print-directory: under `make test` this make is nested and would announce its directory.
-        result = subprocess.run(
-            ["make", "-n", "--no-print-directory", *args], capture_output=True, text=True, cwd=REPO_ROOT, timeout=30
-        )
+    root = scratch_checkout(tmp_path)
+    for command, expected in [
+        ("make scan RESUME=4", ["--service-ports", "ingester", "scan", "--resume", "4"]),
+        ("make scan", ["--service-ports", "ingester", "scan"]),
+        (f"make import MBOX='{mbox}' RESUME=3", [*_mounted(mbox), "--resume", "3"]),
+        (f"make import MBOX='{mbox}'", _mounted(mbox)),
+    ]:
+        result = paste(root, command)
         assert result.returncode == 0, result.stderr
-        return result.stdout
+        assert recorded(root) == expected
 
-    assert dry("scan", "RESUME=4").strip().endswith("ingester scan --resume 4")
-    assert dry("scan").strip().endswith("ingester scan")
-    line = dry("import", f"MBOX={mbox}", "RESUME=3")
-    assert line.strip().endswith('ingester import "/mbox/$(basename -- "' + str(mbox) + '")" --resume 3')
-    assert "--env GMAIL_STATS_HOST_MBOX=" in line
-    assert "--resume" not in dry("import", f"MBOX={mbox}")
+
+def _mounted(mbox: Path) -> list[str]:
+    host = ["--env", f"GMAIL_STATS_HOST_MBOX={mbox}"]
+    return ["--volume", f"{mbox.parent}:/mbox:ro", *host, "ingester", "import", f"/mbox/{mbox.name}"]

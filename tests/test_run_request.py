@@ -3,19 +3,31 @@ folder or follow a link on the way (the check-then-use race: it opens what it ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ingester.run_request import confine, expand, parse_request
+from ingester.run_request import confine, expand, open_confined, parse_request, pinned_path
 from shared.errors import InputFileError, UsageError
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
+from tests.importing import counts_of, import_file, query
 
 NOW = 1_800_000_000.0
 TOKEN = "0123456789abcdef" * 2
+
+
+_json_documents = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=6),
+    max_leaves=20,
+)
 
 
 def document(**changes: object) -> bytes:
@@ -65,11 +77,46 @@ def test_a_good_request_parses() -> None:
         document(import_path="a//b.mbox"),
         document(import_path="a\x00.mbox"),
         document(import_path="x" * 2000),
+        document(version=True),  # equal to 1 in Python, not the version
+        document(version=1.0),
+        document(version="1"),
+        b"[" * 2000 + b"]" * 2000,  # deeper than the JSON parser's stack
+        b'{"version": ' + b"[" * 100_000,
+        document(command=["import"]),
     ],
 )
 def test_anything_else_is_refused(data: bytes) -> None:
-    with pytest.raises((UsageError, InputFileError)):
+    with pytest.raises(UsageError) as refused:
         parse_request(data, kind="import", now=NOW)
+    assert refused.value.exit_code == 2 and "\n" not in str(refused.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        _json_documents.map(lambda d: json.dumps(d).encode()),
+        # Every key present, each with any JSON value: what gets past the key check.
+        st.fixed_dictionaries(dict.fromkeys(json.loads(document()), _json_documents)).map(
+            lambda d: json.dumps(d).encode()
+        ),
+    )
+)
+def test_any_document_is_a_request_or_one_usage_line(data: bytes) -> None:
+    try:
+        parse_request(data, kind="import", now=NOW)
+    except UsageError as exc:
+        assert "\n" not in str(exc)
+
+
+def test_a_folder_or_a_deep_document_at_the_request_path_is_one_usage_line(tmp_path: Path) -> None:
+    requests = tmp_path / "requests"
+    (requests / "import.json").mkdir(parents=True)
+    (requests / "scan.json").write_bytes(b"[" * 2000 + b"]" * 2000)
+    for kind, says in (("import", "is not a regular file"), ("scan", "nested too deep")):
+        with pytest.raises(UsageError) as refused:
+            expand(["run-request", kind], now=lambda: NOW, requests_dir=requests, imports_dir=tmp_path)
+        assert says in str(refused.value) and "\n" not in str(refused.value)
 
 
 def test_a_scan_request_carries_no_path() -> None:
@@ -172,3 +219,65 @@ def test_the_cli_refuses_a_link_out_of_the_folder_before_creating_the_database(t
     assert done.returncode == 0, done.stderr
     listed = json.loads(run_cli("runs", "--json", GMAIL_STATS_DB=str(db)).stdout)
     assert [(r["state"], r["messages_new"], r["mbox_path"]) for r in listed] == [("done", 3, str(imports / "b.mbox"))]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_import_reads_the_file_that_was_checked_even_when_its_name_is_swapped(tmp_path: Path, workers: int) -> None:
+    """The attack run's race, made certain: the name is swapped for a link to a file outside right after the check.
+    The import reads through the descriptor the check opened (in the parse workers too), so the swap changes
+    nothing."""
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    inside = write_mbox(imports / "a.mbox", generate_messages(count=30, body_bytes=50, senders=3))
+    outside = write_mbox(tmp_path / "secret.mbox", generate_messages(count=7, body_bytes=50, senders=2))
+    assert sum(outside.values()) != sum(inside.values())
+    path, fd = open_confined(imports, imports / "a.mbox")
+    try:
+        pinned = pinned_path(fd)
+        assert pinned is not None and pinned.parent == Path(f"/proc/{os.getpid()}/fd")
+        (imports / "a.mbox").rename(imports / "moved.mbox")
+        (imports / "a.mbox").symlink_to(tmp_path / "secret.mbox")
+        db = tmp_path / "stats.db"
+        result = import_file(db, path, workers=workers, read_path=pinned)
+    finally:
+        os.close(fd)
+    assert result.messages_new == sum(inside.values())
+    assert counts_of(db) == inside
+    assert query(db, "SELECT mbox_path FROM ingest_runs") == [(str(imports / "a.mbox"),)]
+
+
+@pytest.mark.slow
+def test_real_imports_against_a_name_swapped_in_a_loop_never_read_outside(tmp_path: Path) -> None:
+    """The attack run's race for real: while a thread swaps `a.mbox` between a file inside and a link to a file
+    outside as fast as it can, confined CLI imports either refuse (they caught the link) or count the inside file.
+    (Before the import read through the checked descriptor, 5 of 29 that passed the checks counted the outside one.)"""
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    inside = write_mbox(imports / "real.mbox", generate_messages(count=30, body_bytes=50, senders=3))
+    outside = write_mbox(tmp_path / "secret.mbox", generate_messages(count=7, body_bytes=50, senders=2))
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.link(imports / "real.mbox", imports / ".file")
+                os.replace(imports / ".file", imports / "a.mbox")
+                os.symlink(tmp_path / "secret.mbox", imports / ".link")
+                os.replace(imports / ".link", imports / "a.mbox")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    counted: list[dict[str, int]] = []
+    try:
+        for i in range(20):
+            db = tmp_path / f"stats-{i}.db"
+            result = run_cli("import", imports / "a.mbox", "--confine-to", imports, "--db", db, "--quiet")
+            if result.returncode == 0:
+                counted.append(counts_of(db))
+            else:
+                assert "without following a link" in result.stderr or "not a regular file" in result.stderr
+    finally:
+        stop.set()
+        swapper.join(10)
+    assert counted, "no import got past the checks: the race was not run"
+    assert all(counts == inside for counts in counted) and inside != outside

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -301,6 +302,24 @@ def test_imports_lists_nested_mbox_files_only(tmp_path: Path) -> None:
         ("top.MBOX", 10),
     ]
     assert all(isinstance(f["mtime_unix"], int) for f in body["files"])
+
+
+def test_imports_lists_names_that_are_not_utf8_apart_escaped(tmp_path: Path) -> None:
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    (imports / "good.mbox").write_bytes(b"From x Thu Jan  1 00:00:00 2020\n\n")
+    raw = os.fsencode(imports)
+    with open(raw + b"/bad\xff name.mbox", "wb") as handle:
+        handle.write(b"From x Thu Jan  1 00:00:00 2020\n\n")
+    os.mkdir(raw + b"/dir\xfe")
+    with open(raw + b"/dir\xfe/inner.mbox", "wb") as handle:
+        handle.write(b"From x Thu Jan  1 00:00:00 2020\n\n")
+    with viewer(make_settings(tmp_path)) as client:
+        response = client.get("/api/imports")
+    assert response.status_code == 200
+    body = response.json()
+    assert [f["path"] for f in body["files"]] == ["good.mbox"]
+    assert body["unreadable_names"] == ["bad\\xff name.mbox", "dir\\xfe/inner.mbox"]
 
 
 def test_imports_without_the_folder_is_an_empty_list(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
+from shared.csv_cells import neutralise_row
 from shared.errors import ErrorKind
 from viewer.database import Database
 from viewer.errors import ApiError
@@ -71,21 +72,24 @@ def iso_date(unix: int | None) -> str:
         return ""
 
 
-def csv_row(row: SenderListRow) -> tuple[object, ...]:
-    return (
-        row.sender,
-        row.display_name,
-        row.domain,
-        row.mails_sent,
-        row.unread,
-        row.unread_ratio,
-        row.bytes,
-        iso_date(row.first_seen_unix),
-        iso_date(row.last_seen_unix),
-        row.list_unsubscribe,
-        row.unsubscribe_url or "",
-        int(row.one_click),
-        row.gmail_url,
+def csv_row(row: SenderListRow) -> list[object]:
+    """One sender's cells, text that would start a formula neutralised (`shared.csv_cells`)."""
+    return neutralise_row(
+        (
+            row.sender,
+            row.display_name,
+            row.domain,
+            row.mails_sent,
+            row.unread,
+            row.unread_ratio,
+            row.bytes,
+            iso_date(row.first_seen_unix),
+            iso_date(row.last_seen_unix),
+            row.list_unsubscribe,
+            row.unsubscribe_url or "",
+            int(row.one_click),
+            row.gmail_url,
+        )
     )
 
 

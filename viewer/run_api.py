@@ -128,17 +128,36 @@ def runs(
     return RunsOut(runs=out, now_unix=int(clock()))
 
 
+def _escaped_if_not_utf8(path: str) -> str | None:
+    """None for a path that is UTF-8 text; else the name with its stray bytes as `\\xff` escapes, for a note.
+
+    `os.walk` hands such bytes over as lone surrogates (PEP 383), which no JSON answer can carry, and no request
+    could name the file back: it is listed apart, to be renamed.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
+
+
 @router.get("/imports")
 def imports(settings: SettingsDep) -> ImportsOut:
     shown, style = settings.shown_import_dir(), settings.command_style
-    files = [
-        ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style))
-        for f in list_mbox_files(settings.import_dir)
-    ]
+    files: list[ImportFileOut] = []
+    unreadable: list[str] = []
+    for f in list_mbox_files(settings.import_dir):
+        if (escaped := _escaped_if_not_utf8(f.path)) is not None:
+            unreadable.append(escaped)
+            continue
+        files.append(
+            ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style))
+        )
     return ImportsOut(
         import_dir=shown,
         import_dir_exists=settings.import_dir.is_dir(),
         files=files,
+        unreadable_names=unreadable,
         import_command=import_command(path="path/to/file.mbox", style=style),
         scan_command=scan_command(style),
         runs_command=runs_command(style),

@@ -195,6 +195,9 @@ class ImportsOut(_Out):
     import_dir: str = Field(description="the import folder as the person names it (under Docker: the host's)")
     import_dir_exists: bool = Field(description='lets the page say "create the folder" instead of "no file yet"')
     files: list[ImportFileOut]
+    unreadable_names: list[str] = Field(
+        description="`.mbox` files whose names are not valid UTF-8, shown with `\\xNN` escapes: rename them to import"
+    )
     import_command: str = Field(description="the import command with a placeholder path, before a file is picked")
     scan_command: str = Field(description="the terminal command that scans Gmail (`make scan` under Docker)")
     runs_command: str = Field(description="the terminal command that lists runs with their errors (`make runs`)")

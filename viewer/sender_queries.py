@@ -32,6 +32,7 @@ from sqlalchemy import (
 
 from shared.gmail_search import search_query, search_url, searchable
 from shared.models import senders
+from shared.unsubscribe_links import clean_target
 from viewer.filters import SenderFilter
 from viewer.sql_lists import in_values
 
@@ -118,7 +119,7 @@ def _row(v: Any) -> SenderListRow:
         unread=v[7],
         unread_ratio=round(float(v[8]), 4),
         list_unsubscribe=v[9],
-        unsubscribe_url=v[10],
+        unsubscribe_url=clean_target(v[10]),  # also a mailto stored before its parameters were dropped
         one_click=bool(v[11]),
         gmail_url=gmail_search_url(v[0]),
     )

@@ -10,6 +10,12 @@ import { $, bytes, date, el, fmt, percent } from "./util.js";
 const channel = new Latest();
 let opener = null;
 
+function unsubscribeFact(row) {
+  if (!row.unsubscribe_url) return "none offered";
+  if (row.unsubscribe_url.toLowerCase().startsWith("http:")) return "link (unencrypted http:)";
+  return row.one_click ? "link (one-click)" : "link";
+}
+
 function fact(label, value) {
   return [el("dt", { text: label }), el("dd", { text: value })];
 }
@@ -34,7 +40,7 @@ export async function openDetail({ kind, row, totalMessages }) {
     ...fact("Last seen", date(row.last_seen_unix)),
   ];
   if (isSender && row.domain) facts.push(...fact("Domain", row.domain));
-  if (isSender) facts.push(...fact("Unsubscribe", row.unsubscribe_url ? (row.one_click ? "link (one-click)" : "link") : "none offered"));
+  if (isSender) facts.push(...fact("Unsubscribe", unsubscribeFact(row)));
   $("detail-facts").replaceChildren(...facts);
   const links = $("detail-links");
   if (isSender) {

@@ -60,6 +60,14 @@ export async function loadImports() {
   } else {
     empty.replaceChildren("No ", el("code", { text: ".mbox" }), " file in ", el("code", { text: body.import_dir }), " yet. Put it there, then press Refresh.");
   }
+  // Names that are not UTF-8 cannot be picked (no request could name them back): listed escaped, to be renamed.
+  const unreadable = body.unreadable_names || [];
+  const note = $("import-unreadable");
+  note.classList.toggle("hidden", unreadable.length === 0);
+  note.replaceChildren(
+    `${unreadable.length === 1 ? "A file name is" : `${unreadable.length} file names are`} not valid UTF-8, so it cannot be picked here; rename it and press Refresh: `,
+    ...unreadable.flatMap((name, i) => [i ? ", " : "", el("code", { text: name })]),
+  );
   updateImportCommand();
   if (state.status) renderOnboarding(state.status);
 }

@@ -268,8 +268,14 @@ export function senderActions(s, name, { inDialog = false } = {}) {
   if (gmail) box.append(el("a", { cls: "link-action", text: inDialog ? "Open in Gmail" : "Gmail", attrs: { href: gmail, target: "_blank", rel: "noopener noreferrer", "aria-label": `Open ${name} in Gmail`, title: "Open this sender's mail in Gmail" } }));
   const unsub = safeLink(s.unsubscribe_url, ["https:", "http:", "mailto:"]);
   if (unsub) {
-    const title = s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
-    box.append(el("a", { cls: "link-action unsub", text: "Unsubscribe", attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": `Unsubscribe from ${name}`, title } }));
+    // A plain http: page can be read or altered on the way (and tells the sender the link was opened): say so.
+    const plain = unsub.startsWith("http:");
+    const title = plain
+      ? "Unencrypted (http:): the sender's unsubscribe page opens without HTTPS, so others on the network can see or change it"
+      : s.one_click ? "The sender offers one-click unsubscribe; this opens its page" : "Opens the sender's unsubscribe page or an e-mail to it";
+    const label = `Unsubscribe from ${name}${plain ? " (unencrypted http: link)" : ""}`;
+    const marker = plain ? el("span", { cls: "tag-http", text: inDialog ? "unencrypted" : "http" }) : null;
+    box.append(el("a", { cls: `link-action unsub${plain ? " unencrypted" : ""}`, text: "Unsubscribe", attrs: { href: unsub, target: "_blank", rel: "noopener noreferrer", "aria-label": label, title } }, [marker]));
   }
   const hidden = state.hidden.has(s.sender);
   const toggle = el("button", { cls: "button ghost small hide-button", text: hidden ? "Unhide" : "Hide", attrs: { type: "button", "aria-label": `${hidden ? "Unhide" : "Hide"} ${name}` } });
