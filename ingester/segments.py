@@ -34,7 +34,8 @@ class SegmentTask:
 
 @dataclass(slots=True)
 class SegmentResult:
-    """What a segment held. `end` is where its last region ends (None when no region starts in it)."""
+    """What a segment held. `end` is where its last region ends (None when no region starts in it); `starts[i]`
+    is the offset of `records[i]`'s region (it ends `size_bytes` later)."""
 
     start: int
     records: list[MailRecord] = field(default_factory=list)
@@ -43,12 +44,14 @@ class SegmentResult:
     excluded: int = 0
     warnings: list[str] = field(default_factory=list)
     end: int | None = None
+    starts: list[int] = field(default_factory=list)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Records cross the worker pipe as plain tuples: a NamedTuple pickles through a Python-level
         `__getnewargs__` per record, which cost the workers more than a tenth of a second per 200,000 messages."""
         rows = [tuple(record) for record in self.records]
-        return (_rebuilt, (self.start, rows, self.seen, self.skipped, self.excluded, self.warnings, self.end))
+        fields = (self.start, rows, self.seen, self.skipped, self.excluded, self.warnings, self.end, self.starts)
+        return (_rebuilt, fields)
 
 
 def _rebuilt(
@@ -59,8 +62,9 @@ def _rebuilt(
     excluded: int,
     warnings: list[str],
     end: int | None,
+    starts: list[int],
 ) -> SegmentResult:
-    return SegmentResult(start, list(map(MailRecord._make, rows)), seen, skipped, excluded, warnings, end)
+    return SegmentResult(start, list(map(MailRecord._make, rows)), seen, skipped, excluded, warnings, end, starts)
 
 
 def plan_segments(
@@ -94,7 +98,7 @@ def _why_skipped(region: mbox.Region) -> str:
 
 def parse_segment(task: SegmentTask) -> SegmentResult:
     result = SegmentResult(start=task.start)
-    records = result.records
+    records, starts = result.records, result.starts
     with open(task.path, "rb", buffering=0) as stream:
         for region in mbox.iter_regions(
             stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES
@@ -104,6 +108,7 @@ def parse_segment(task: SegmentTask) -> SegmentResult:
             )
             if type(verdict) is MailRecord:
                 records.append(verdict)
+                starts.append(region.start)
                 result.seen += 1
             elif verdict is Skip.EXCLUDED:
                 result.excluded += 1
