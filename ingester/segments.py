@@ -5,6 +5,7 @@ Pure apart from reading the file: no database, no printing. Segments `[a, b)`, `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,15 +94,21 @@ def _why_skipped(region: mbox.Region) -> str:
         return "a line that looks like a separator of an unknown shape starts a message that is not counted"
     if region.postmark is None:
         return "no valid header line (text before the first separator line)"
+    if region.header_cut:
+        return (
+            f"its header block runs past {mbox.HEADER_CAP_BYTES // (1024 * 1024)} MiB, so its From, Message-ID "
+            "and labels may lie beyond what is read"
+        )
     return "no valid header line"
 
 
-def parse_segment(task: SegmentTask) -> SegmentResult:
+def parse_segment(task: SegmentTask, tick: Callable[[], None] | None = None) -> SegmentResult:
+    """The segment's records, skips and warnings; `tick` is called before every read of the file (may raise)."""
     result = SegmentResult(start=task.start)
     records, starts = result.records, result.starts
     with open(task.path, "rb", buffering=0) as stream:
         for region in mbox.iter_regions(
-            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES
+            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
         ):
             verdict = judge_region(
                 region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now

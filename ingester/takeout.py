@@ -73,7 +73,7 @@ def judge_region(
 
     A date is kept only when plausible (`plausible_unix` against `now`), else the separator's date, else unknown.
     """
-    if region.postmark is None:
+    if region.postmark is None or region.header_cut:  # a cut header block cannot be judged: never a guess
         return Skip.SKIPPED
     fields = parse_header_block(region.header_block)
     if not fields.has_valid_line:

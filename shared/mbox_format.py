@@ -21,11 +21,33 @@ SEPARATOR = re.compile(
     rb"(?: +remote from \S+)?[ \t]*\r?(?=\n|\Z)"
 )
 # A line that a reader would take for a separator but `SEPARATOR` does not accept: `From `, a day or month name
-# and a digit, then a header-like line. Judged only after a blank line or at the start of the file.
-SUSPECT_SEPARATOR = re.compile(
-    rb"From \S[^\n]*?\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b[^\n]*?\d"
-    rb"[^\n]*\n[!-9;-~]+[ \t]*:"
-)
+# and a digit, then a header-like line. Judged only after a blank line or at the start of the file, by
+# `suspect_line_end`: one regex with lazy runs between those three parts backtracked in the square of the line's
+# length (a crafted 2 KB line cost seconds), so each part is found by a forward search of its own.
+_DAY_OR_MONTH = re.compile(rb"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
+_DIGIT = re.compile(rb"\d")
+# A header name and its colon; `:` is outside the name's class, so a failed match gives back each byte once.
+_HEADER_LIKE = re.compile(rb"[!-9;-~]+[ \t]*:")
+
+
+def suspect_line_end(data: bytes, start: int, limit: int) -> int | None:
+    """The offset of the newline ending a suspect separator line at `start` (judged within `data[:limit]`), or None.
+
+    Linear in the line's length: the cheap tests come first (a non-blank after `From `, a line end, a header-like
+    next line), and each search runs forward once; the first day or month name is the one to test, since any
+    digit after a later one also follows the first.
+    """
+    if not data.startswith(b"From ", start) or start + 5 >= limit or data[start + 5 : start + 6].isspace():
+        return None
+    line_end = data.find(b"\n", start, limit)
+    if line_end == -1 or _HEADER_LIKE.match(data, line_end + 1, limit) is None:
+        return None
+    name = _DAY_OR_MONTH.search(data, start + 6, line_end)
+    if name is None or _DIGIT.search(data, name.end(), line_end) is None:
+        return None
+    return line_end
+
+
 # Separator lines are short; a candidate line is judged within this many bytes from its start.
 SEPARATOR_WINDOW = 2048
 # How far the sniff reads for a first separator before it gives up (a Takeout file starts with one).
