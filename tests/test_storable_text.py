@@ -72,9 +72,7 @@ _word = st.builds(
     st.sampled_from("BQbq"),
     st.binary(max_size=12),
 )
-_text = st.lists(st.one_of(_word, st.text(_any_char, max_size=8), st.sampled_from([" ", "<a@b.c>", ","]))).map(
-    "".join
-)
+_text = st.lists(st.one_of(_word, st.text(_any_char, max_size=8), st.sampled_from([" ", "<a@b.c>", ","]))).map("".join)
 
 
 def _encoded(encoding: str, raw: bytes) -> str:
@@ -118,9 +116,19 @@ def test_every_import_record_survives_utf8(noise: bytes) -> None:
     assert all(_storable(text) for text in warnings)
 
 
-def _record(n: int, **changes: object) -> MailRecord:
-    record = MailRecord(f"mid:{n}@x", f"{n}@x", None, f"s{n % 7}@example.com", "S", 1_600_000_000 + n, 100, "", False, False)
-    return record._replace(**changes)
+def _record(n: int, *, sender: str | None = None, size_bytes: int = 100) -> MailRecord:
+    return MailRecord(
+        f"mid:{n}@x",
+        f"{n}@x",
+        None,
+        sender or f"s{n % 7}@example.com",
+        "S",
+        1_600_000_000 + n,
+        size_bytes,
+        "",
+        False,
+        False,
+    )
 
 
 def test_a_batch_the_database_refuses_is_bisected_down_to_the_refused_records(migrated_engine: Engine) -> None:
