@@ -58,6 +58,12 @@ def check_mbox_path(path: Path) -> os.stat_result:
         raise InputFileError(f"{path}: no such file; give the path of the .mbox file from your Takeout") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from exc
+    if stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+        # Segments are parsed in parallel at byte offsets and a resume restarts at one: both need a seekable file.
+        raise InputFileError(
+            f"{path}: a pipe or device, not a file; the import reads at byte offsets (in parallel, and to resume), "
+            "so save the mbox to a file first, e.g. `zcat mail.mbox.gz > mail.mbox`"
+        )
     if not stat.S_ISREG(info.st_mode):
         raise InputFileError(f"{path}: not a regular file; give the .mbox file itself, not a folder")
     try:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
 
 from shared.mbox_format import (
+    BOM,
     SEPARATOR,
     SEPARATOR_WINDOW,
     separator_date,
@@ -217,6 +218,19 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
         scan_from = line_start
 
 
+def _bom_separator(window: _Window, start: int) -> _Separator | None:
+    """At the file's start, a separator after a UTF-8 byte order mark; its message then starts at 0 (with it)."""
+    if start != 0:
+        return None
+    window.ensure(len(BOM), keep_from=0)
+    if not window.data.startswith(BOM):
+        return None
+    found = _separator_at(window, len(BOM), keep_from=0)
+    if found is None or found.postmark is None:
+        return None
+    return found._replace(start=0)
+
+
 def _file_size(stream: BinaryIO) -> int:
     position = stream.tell()
     size = stream.seek(0, 2)
@@ -261,7 +275,8 @@ def iter_regions(
         current = _next_separator(window, start)
     else:
         window = _Window(stream, max(start - _BEHIND, 0), chunk, tick)
-        current = _separator_at(window, start, keep_from=start) or _next_separator(window, start + 1)
+        current = _separator_at(window, start, keep_from=start) or _bom_separator(window, start)
+        current = current or _next_separator(window, start + 1)
         preamble_end = current.start if current is not None else _file_size(stream)
         if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
             yield Region(start, preamble_end, None, b"")

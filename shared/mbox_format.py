@@ -14,12 +14,16 @@ from typing import BinaryIO
 # `From <envelope> <asctime date>` as mail software writes it (Takeout, mutt, Mail::Box, procmail, mailman's
 # pipermail with its `user at host`, public-inbox and `git format-patch`): the weekday, month, day, time with or
 # without seconds, then the year, with a numeric or named time zone before or after the year.
+# A named zone is letters of any length (`WETDST`, written by old Solaris mailers); a month may be spelt with four
+# letters (`June`, `July`, `Sept`).
 SEPARATOR = re.compile(
-    rb"From (?P<envelope>\S+(?: at \S+)?) +[A-Za-z]{3} +(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2})"
+    rb"From (?P<envelope>\S+(?: at \S+)?) +[A-Za-z]{3} +(?P<mon>[A-Za-z]{3}|June|July|Sept) +(?P<day>\d{1,2})"
     rb" +(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?"
-    rb"(?: +(?P<zone>[+-]\d{4}|[A-Za-z]{1,5}))? +(?P<year>\d{4})(?: +(?P<zone_after>[+-]\d{4}|[A-Za-z]{1,5}))?"
+    rb"(?: +(?P<zone>[+-]\d{4}|[A-Za-z]+))? +(?P<year>\d{4})(?: +(?P<zone_after>[+-]\d{4}|[A-Za-z]+))?"
     rb"(?: +remote from \S+)?[ \t]*\r?(?=\n|\Z)"
 )
+# A UTF-8 byte order mark some editors and converters put before the first separator.
+BOM = b"\xef\xbb\xbf"
 # A line that a reader would take for a separator but `SEPARATOR` does not accept: `From `, a day or month name
 # and a digit, then a header-like line. Judged only after a blank line or at the start of the file, by
 # `suspect_line_end`: one regex with lazy runs between those three parts backtracked in the square of the line's
@@ -37,12 +41,17 @@ def suspect_line_end(data: bytes, start: int, limit: int) -> int | None:
     next line), and each search runs forward once; the first day or month name is the one to test, since any
     digit after a later one also follows the first.
     """
-    if not data.startswith(b"From ", start) or start + 5 >= limit or data[start + 5 : start + 6].isspace():
+    if not data.startswith(b"From ", start) or start + 5 >= limit:
+        return None
+    first = start + 5
+    while first < limit and data[first] in b" \t":  # `From  6784...@xxx Mon ...`: one flipped byte, still meant
+        first += 1
+    if first >= limit or data[first : first + 1].isspace():
         return None
     line_end = data.find(b"\n", start, limit)
     if line_end == -1 or _HEADER_LIKE.match(data, line_end + 1, limit) is None:
         return None
-    name = _DAY_OR_MONTH.search(data, start + 6, line_end)
+    name = _DAY_OR_MONTH.search(data, first + 1, line_end)
     if name is None or _DIGIT.search(data, name.end(), line_end) is None:
         return None
     return line_end
@@ -91,7 +100,7 @@ def separator_zone(match: re.Match[bytes]) -> bytes:
 
 def separator_date(match: re.Match[bytes]) -> int | None:
     """Unix seconds of a `SEPARATOR` match's date (zone applied; no zone or an unknown name: UTC), or None."""
-    month = _MONTHS.get(match["mon"].lower())
+    month = _MONTHS.get(match["mon"][:3].lower())
     if month is None:
         return None
     fields = (int(match["year"]), month, int(match["day"]), int(match["hour"]), int(match["minute"]))
@@ -148,6 +157,9 @@ def sniff_mbox(stream: BinaryIO, *, limit: int = SNIFF_LIMIT) -> SniffResult:
         chunk = stream.read(min(_SNIFF_CHUNK, limit - scanned))
         if not head:
             head = chunk[:16]
+            if chunk.startswith(BOM):  # the framer reads past it too
+                chunk, tail_at = chunk[len(BOM) :], len(BOM)
+                scanned += len(BOM)
         scanned += len(chunk)
         eof = not chunk or scanned >= limit
         data = tail + chunk
