@@ -70,6 +70,13 @@ _WORD_AS_ADDRESS = (
 _MASK = re.compile("\ue000(\\d+)\ue001")
 
 
+# Mailman's pipermail archives write `user at host (Name)` for `Name <user@host>`: read as the address it stands for
+# when nothing else in the value is an address; the host needs a dot, so "Meet me at home" stays text.
+_PIPERMAIL = re.compile(
+    r"\s*([^\s<>()\[\],;:\"@]+) at ([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)\s*(?:\((.*)\))?\s*", re.DOTALL
+)
+
+
 def _sender(value: str) -> SenderIdentity:
     problem = None
     value, repaired = storable(value)
@@ -97,6 +104,14 @@ def _sender(value: str) -> SenderIdentity:
             key=unmask(address).lower(),
             display_name=collapse_whitespace(decoded.text),
             problem=problem or decoded.problem,
+        )
+    pipermail = _PIPERMAIL.fullmatch(value)
+    if pipermail is not None:
+        user, host, comment = pipermail.groups()
+        decoded = decode_words(comment or "")
+        key = f"{user}@{host}".lower()
+        return SenderIdentity(
+            key=key, display_name=collapse_whitespace(decoded.text), problem=problem or decoded.problem
         )
     decoded = decode_words(value)
     problem = problem or decoded.problem

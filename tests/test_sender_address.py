@@ -15,6 +15,8 @@ from ingester.mbox import Postmark, Region
 from ingester.records import MailRecord
 from ingester.takeout import judge_region
 from shared.normalize import SenderIdentity, parse_sender
+from tests.conftest import run_cli
+from tests.importing import query
 from tests.scan_support import fake_google, sender_counts
 
 WORD_AS_ADDRESS = (
@@ -50,6 +52,12 @@ CASES = [
     ('"=?utf-8?q?Caf=C3=A9?=" <a@b.c>', SenderIdentity("a@b.c", "Café")),
     ("a@b.c (=?utf-8?q?Caf=C3=A9?=)", SenderIdentity("a@b.c", "Café")),
     ("=?utf-8?q?Caf=C3=A9?=", SenderIdentity("Café", "")),
+    # Pipermail's `user at host (Name)` is the address and name it stands for; ordinary words with "at" are not.
+    ("jdoe at Lists.Example.org (John Doe)", SenderIdentity("jdoe@lists.example.org", "John Doe")),
+    ("jdoe at lists.example.org (=?utf-8?q?J=C3=B6rg?=)", SenderIdentity("jdoe@lists.example.org", "Jörg")),
+    ("jdoe at lists.example.org", SenderIdentity("jdoe@lists.example.org", "")),
+    ("Meet me at home (now)", SenderIdentity("Meet me at home (now)", "")),
+    ("jdoe at lists.example.org <real@x.example>", SenderIdentity("real@x.example", "jdoe at lists.example.org")),
 ]
 
 
@@ -58,7 +66,9 @@ def test_the_address_is_read_before_the_words(value: str, expected: SenderIdenti
     assert parse_sender(value) == expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [c for c in CASES if "@" in c[1].key and c[1].problem is None])
+@pytest.mark.parametrize(
+    ("value", "expected"), [c for c in CASES if "@" in c[1].key and c[1].problem is None and " at " not in c[0]]
+)
 def test_the_address_is_the_one_the_standard_library_reads(value: str, expected: SenderIdentity) -> None:
     header = HeaderRegistry()("From", value)
     assert isinstance(header, AddressHeader)
@@ -98,3 +108,21 @@ def test_impersonating_words_in_the_gmail_scan_count_under_the_real_address(tmp_
             1,
         )
         assert not {"ceo@bank.example", "jd@other.example"} & set(counts)
+
+
+def test_a_pipermail_archive_counts_people_by_address(tmp_path: Path, db_path: Path) -> None:
+    def message(n: int, who: str, name: str) -> bytes:
+        return (
+            f"From {who} at lists.example.org  Mon Jan  1 10:00:{n:02d} 2007\nFrom: {who} at lists.example.org ({name})\n"
+            f"Message-ID: <{n}@x>\nDate: Mon, 01 Jan 2007 10:00:{n:02d} +0000\n\nbody\n\n"
+        ).encode()
+
+    path = tmp_path / "2007-January.txt"
+    path.write_bytes(message(1, "ann", "Ann A") + message(2, "bob", "Bob B") + message(3, "ann", "Ann Again"))
+    result = run_cli("import", path, "--db", db_path)
+    assert result.returncode == 0, result.stderr
+    rows = query(db_path, "SELECT sender, display_name, domain, mails_sent FROM senders ORDER BY sender")
+    assert rows == [
+        ("ann@lists.example.org", "Ann Again", "example.org", 2),
+        ("bob@lists.example.org", "Bob B", "example.org", 1),
+    ]
