@@ -72,6 +72,12 @@ def _crafted_suspects() -> bytes:
     return TAKEOUT + b"From: a@example.com\nMessage-ID: <s@x>\n\nbody\n" + suspect * 5000
 
 
+def _one_huge_message() -> bytes:
+    """One 1 GiB message: each 1 MiB segment used to read on to the message's end (time in its size squared)."""
+    body = (b"x" * 99 + b"\n") * (1024**3 // 100)
+    return TAKEOUT + b"From: a@example.com\nMessage-ID: <h@x>\n\n" + body
+
+
 CASES = [
     Case("100,000 separator lines, nothing between them", "storm", _storm, 0, 100_000, target=True),
     # Header blocks of 5-7 MB: past the 4 MiB cap, so each is skipped with a warning (issue 20), never misread.
@@ -81,6 +87,7 @@ CASES = [
     Case("100,000 messages without a blank line after their headers", "no-blank", _no_blank_lines, 100_000, 0),
     Case("issue 20's crafted 2 KB line pair, 380 times (780 KB, in-process)", "crafted-lines", _crafted_lines, 1, 0),
     Case("the crafted line as 5,000 suspect separators (7 MB)", "crafted-suspects", _crafted_suspects, 1, 5000),
+    Case("one message of 1 GiB", "huge-message", _one_huge_message, 1, 0),
 ]
 
 

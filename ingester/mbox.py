@@ -164,19 +164,25 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
     return _Separator(line_start, header_start, parse_postmark(match))
 
 
-def _next_separator(window: _Window, pos: int) -> _Separator | None:
-    """The first separator (or suspect line) starting after a newline at an offset `>= pos`."""
+def _next_separator(window: _Window, pos: int, *, before: int | None = None) -> _Separator | None:
+    """The first separator (or suspect line) starting after a newline at an offset `>= pos` (and `< before`).
+
+    `before` lets a segment that starts inside a huge message stop at its own end instead of reading on to the
+    message's end: without it, every segment of a 1 GiB message scanned the rest of it (quadratic time).
+    """
     while True:
         base = window.base
         hit = window.data.find(_NEEDLE, max(pos - 1 - base, 0))
         if hit != -1:
             line_start = base + hit + 1
+            if before is not None and line_start >= before:
+                return None
             found = _separator_at(window, line_start, keep_from=line_start - 1)
             if found is not None:
                 return found
             pos = line_start + 1
             continue
-        if window.eof:
+        if window.eof or (before is not None and window.end >= before + len(_NEEDLE)):
             return None
         # A needle cut by the window's end starts at or after this offset.
         pos = max(pos, window.end - len(_NEEDLE) + 2)
@@ -272,7 +278,7 @@ def iter_regions(
     """
     if align and start > 0:
         window = _Window(stream, max(start - 1 - _BEHIND, 0), chunk, tick)
-        current = _next_separator(window, start)
+        current = _next_separator(window, start, before=stop)
     else:
         window = _Window(stream, max(start - _BEHIND, 0), chunk, tick)
         current = _separator_at(window, start, keep_from=start) or _bom_separator(window, start)

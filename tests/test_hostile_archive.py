@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingester.mbox import HEADER_CAP_BYTES, iter_regions
+from ingester.segments import READ_BYTES, SEGMENT_BYTES, parse_segment, plan_segments
 from shared.mbox_format import suspect_line_end
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
@@ -210,3 +211,24 @@ def test_a_header_block_past_the_cap_is_skipped_with_a_warning(
     )
     assert (state, outcome, skipped) == ("done", "partial", 1)
     assert f"skipped bytes 0-{len(first)}: its header block runs past 4 MiB" in tail
+
+
+def test_a_segment_inside_a_huge_message_reads_only_its_own_bytes(tmp_path: Path) -> None:
+    """Each 1 MiB segment of one 24 MiB message stops at its own end (it used to read on to the message's end, so
+    the import took time in the square of the message's size); counted as the reads a tick sees."""
+    path = tmp_path / "huge.mbox"
+    body = (b"x" * 99 + b"\n") * (24 * 1024 * 1024 // 100)
+    head = b"From 1@xxx Fri Dec 04 20:33:24 +0000 2020\nFrom: a@b.c\nMessage-ID: <1@x>\n\n"
+    tail = b"From 2@xxx Fri Dec 04 20:33:24 +0000 2020\nFrom: b@b.c\nMessage-ID: <2@x>\n\nend\n"
+    path.write_bytes(head + body + tail)
+    tasks = plan_segments(path, start=0, size=path.stat().st_size, include_spam_trash=False)
+    reads: list[int] = []
+    results = []
+    for task in tasks:
+        ticks = [0]
+        results.append(parse_segment(task, lambda ticks=ticks: ticks.__setitem__(0, ticks[0] + 1)))
+        reads.append(ticks[0])
+    assert [len(r.records) for r in results].count(1) == 2 and sum(r.seen for r in results) == 2
+    assert results[0].end == len(head) + len(body)  # the message's own segment still reads it whole, once
+    middle = reads[1:-1]
+    assert middle and max(middle) <= SEGMENT_BYTES // READ_BYTES + 2
