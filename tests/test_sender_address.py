@@ -113,8 +113,8 @@ def test_impersonating_words_in_the_gmail_scan_count_under_the_real_address(tmp_
 def test_a_pipermail_archive_counts_people_by_address(tmp_path: Path, db_path: Path) -> None:
     def message(n: int, who: str, name: str) -> bytes:
         return (
-            f"From {who} at lists.example.org  Mon Jan  1 10:00:{n:02d} 2007\nFrom: {who} at lists.example.org ({name})\n"
-            f"Message-ID: <{n}@x>\nDate: Mon, 01 Jan 2007 10:00:{n:02d} +0000\n\nbody\n\n"
+            f"From {who} at lists.example.org  Mon Jan  1 10:00:{n:02d} 2007\n"
+            f"From: {who} at lists.example.org ({name})\nMessage-ID: <{n}@x>\nDate: Mon, 01 Jan 2007 10:00:{n:02d} +0000\n\nbody\n\n"
         ).encode()
 
     path = tmp_path / "2007-January.txt"
