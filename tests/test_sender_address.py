@@ -114,7 +114,8 @@ def test_a_pipermail_archive_counts_people_by_address(tmp_path: Path, db_path: P
     def message(n: int, who: str, name: str) -> bytes:
         return (
             f"From {who} at lists.example.org  Mon Jan  1 10:00:{n:02d} 2007\n"
-            f"From: {who} at lists.example.org ({name})\nMessage-ID: <{n}@x>\nDate: Mon, 01 Jan 2007 10:00:{n:02d} +0000\n\nbody\n\n"
+            f"From: {who} at lists.example.org ({name})\nMessage-ID: <{n}@x>\n"
+            f"Date: Mon, 01 Jan 2007 10:00:{n:02d} +0000\n\nbody\n\n"
         ).encode()
 
     path = tmp_path / "2007-January.txt"
