@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ingester import mbox
+from ingester.body_keys import HEADER_KEY, body_key
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region
 
@@ -104,24 +105,31 @@ def _why_skipped(region: mbox.Region) -> str:
 
 def parse_segment(task: SegmentTask, tick: Callable[[], None] | None = None) -> SegmentResult:
     """The segment's records, skips and warnings; `tick` is called before every read of the file (may raise)."""
+    with open(task.path, "rb", buffering=0) as stream, open(task.path, "rb") as bodies:
+        return _parse(task, stream, bodies, tick)
+
+
+def _parse(task: SegmentTask, stream: BinaryIO, bodies: BinaryIO, tick: Callable[[], None] | None) -> SegmentResult:
+    """`bodies`, a second handle, reads the body of an id-less message outside Takeout for its key."""
     result = SegmentResult(start=task.start)
     records, starts = result.records, result.starts
-    with open(task.path, "rb", buffering=0) as stream:
-        for region in mbox.iter_regions(
-            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
-        ):
-            verdict = judge_region(
-                region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
-            )
-            if type(verdict) is MailRecord:
-                records.append(verdict)
-                starts.append(region.start)
-                result.seen += 1
-            elif verdict is Skip.EXCLUDED:
-                result.excluded += 1
-                result.seen += 1
-            else:
-                result.skipped += 1
-                result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
-            result.end = region.end
+    for region in mbox.iter_regions(
+        stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
+    ):
+        verdict = judge_region(
+            region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
+        )
+        if type(verdict) is MailRecord:
+            if verdict.mail_id.startswith(HEADER_KEY):  # two such messages with the same headers are still two
+                verdict = verdict._replace(mail_id=body_key(bodies, region, verdict.mail_id))
+            records.append(verdict)
+            starts.append(region.start)
+            result.seen += 1
+        elif verdict is Skip.EXCLUDED:
+            result.excluded += 1
+            result.seen += 1
+        else:
+            result.skipped += 1
+            result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
+        result.end = region.end
     return result
