@@ -73,6 +73,7 @@ class Region(NamedTuple):
     header_block: bytes
     suspect: bool = False
     header_cut: bool = False  # the header block ran past `HEADER_CAP_BYTES`: `header_block` is only its start
+    suspect_line: bytes = b""  # when `suspect`, the line (its first `SEPARATOR_WINDOW` bytes)
 
     @property
     def size(self) -> int:
@@ -83,6 +84,7 @@ class _Separator(NamedTuple):
     start: int
     header_start: int
     postmark: Postmark | None  # None: a suspect line
+    line: bytes = b""  # the suspect line (warnings quote it)
 
 
 def parse_postmark(match: re.Match[bytes]) -> Postmark:
@@ -154,7 +156,7 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
             return None
         line_end = suspect_line_end(window.data, rel, limit)
         if line_end is not None:
-            return _Separator(line_start, window.base + line_end + 1, None)
+            return _Separator(line_start, window.base + line_end + 1, None, window.data[rel:line_end])
         return None
     # The lookahead accepts the window's edge as an end of line; that is only true at the end of the file.
     if match.end() == limit and not (window.eof and limit == len(window.data)):
@@ -291,5 +293,5 @@ def iter_regions(
         if following is None:
             following = _next_separator(window, current.header_start + len(header))
         end = following.start if following is not None else window.end
-        yield Region(current.start, end, current.postmark, header, current.postmark is None, cut)
+        yield Region(current.start, end, current.postmark, header, current.postmark is None, cut, current.line)
         current = following

@@ -92,7 +92,10 @@ def plan_segments(
 
 def _why_skipped(region: mbox.Region) -> str:
     if region.suspect:
-        return "a line that looks like a separator of an unknown shape starts a message that is not counted"
+        quoted = repr(region.suspect_line[:100].decode("utf-8", "replace")) + (
+            "…" if len(region.suspect_line) > 100 else ""
+        )
+        return f"a line that looks like a separator of an unknown shape starts a message that is not counted: {quoted}"
     if region.postmark is None:
         return "no valid header line (text before the first separator line)"
     if region.header_cut:
