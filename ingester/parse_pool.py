@@ -75,22 +75,29 @@ def _grow_pipe(stream: IO[bytes]) -> None:
 class _Ticker:
     """Calls `idle` from inside an in-process parse at most once per `IDLE_CALLBACK_SECONDS` (called per read)."""
 
-    def __init__(self, idle: Callable[[], None]) -> None:
+    def __init__(self, idle: Callable[[], None], clock: Callable[[], float]) -> None:
         self.idle = idle
-        self.last = time.monotonic()
+        self.clock = clock
+        self.last = clock()
 
     def __call__(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if now - self.last >= IDLE_CALLBACK_SECONDS:
             self.last = now
             self.idle()
 
 
-def parse_in_order(tasks: Sequence[SegmentTask], *, workers: int, idle: Callable[[], None]) -> Iterator[SegmentResult]:
+def parse_in_order(
+    tasks: Sequence[SegmentTask],
+    *,
+    workers: int,
+    idle: Callable[[], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[SegmentResult]:
     """Yields each task's result in task order; calls `idle` about every second while waiting on workers, or,
     parsing in-process, from inside the parse (it may raise `RunCancelled` to stop there)."""
     if workers <= 0 or len(tasks) <= 1:
-        tick = _Ticker(idle)
+        tick = _Ticker(idle, clock)
         for task in tasks:
             yield parse_segment(task, tick)
         return

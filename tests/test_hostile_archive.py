@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingester.lifecycle import RunCancelled
 from ingester.mbox import HEADER_CAP_BYTES, iter_regions
+from ingester.parse_pool import parse_in_order
 from ingester.segments import READ_BYTES, SEGMENT_BYTES, parse_segment, plan_segments
 from shared.mbox_format import suspect_line_end
 from tests.conftest import run_cli
@@ -232,3 +234,24 @@ def test_a_segment_inside_a_huge_message_reads_only_its_own_bytes(tmp_path: Path
     assert results[0].end == len(head) + len(body)  # the message's own segment still reads it whole, once
     middle = reads[1:-1]
     assert middle and max(middle) <= SEGMENT_BYTES // READ_BYTES + 2
+
+
+def test_the_in_process_parse_calls_idle_from_inside_a_segment_and_stops_when_it_raises(tmp_path: Path) -> None:
+    """One task, parsed in-process: `idle` (beat, cancel check) runs between reads, not only between segments."""
+    path = tmp_path / "one.mbox"
+    head = b"From 1@xxx Fri Dec 04 20:33:24 +0000 2020\nFrom: a@b.c\nMessage-ID: <1@x>\n\n"
+    path.write_bytes(head + (b"x" * 99 + b"\n") * 40_000)  # 4 MB: one message, one task
+    (task,) = plan_segments(path, start=0, size=path.stat().st_size, include_spam_trash=False, segment_bytes=1 << 30)
+    seconds = iter(range(10**6))  # a clock a second further on at each look: every read is due for `idle`
+    calls: list[None] = []
+
+    def idle() -> None:
+        calls.append(None)
+        if len(calls) == 3:
+            raise RunCancelled()
+
+    with pytest.raises(RunCancelled):
+        list(parse_in_order([task], workers=0, idle=idle, clock=lambda: float(next(seconds))))
+    assert len(calls) == 3
+    (result,) = parse_in_order([task], workers=0, idle=lambda: None)
+    assert result.seen == 1
