@@ -1,26 +1,19 @@
 """Keys of id-less messages outside Takeout: a digest of the header block and one of the body, so two different
-messages with identical headers both count; and the rule that lets keys of older imports keep deduplicating.
+messages with identical headers both count (`ingester.legacy_keys` keeps older `hdr:` keys deduplicating).
 
-Older versions keyed such a message `hdr:<sha256 of its header block>` alone. The first message of a re-import
-that carries such a header hash *claims* that row (it is recorded, uncounted, under its new key); any other
-message with the same headers is then a message the old key had merged, and counts.
+Imported by the parse workers: no database code here (SQLAlchemy alone would add ~20 MB to each worker).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Sequence
 from typing import BinaryIO
 
-from sqlalchemy import Connection
-
 from ingester.mbox import Region
-from ingester.records import MailRecord
 
 HEADER_KEY = "hdr:"  # the key of older imports: the header block's digest alone
 BODY_KEY = "hdb:"  # `hdb:<header digest>.<body digest>`
-_DIGEST_READ = 1024 * 1024
+_DIGEST_READ = 64 * 1024  # below glibc's mmap threshold, as the framer's reads
 
 
 def body_key(stream: BinaryIO, region: Region, header_key: str) -> str:
@@ -48,29 +41,3 @@ def body_key(stream: BinaryIO, region: Region, header_key: str) -> str:
     finally:
         stream.seek(position)
     return f"{BODY_KEY}{header_key[len(HEADER_KEY) :]}.{digest.hexdigest()}"
-
-
-def legacy_claims(conn: Connection, records: Sequence[MailRecord], known: set[str]) -> set[str]:
-    """The `hdb:` keys of `records` (not in `known`) that claim an older import's `hdr:` row of their headers.
-
-    A header hash is claimed once: by a stored `hdb:` row with that hash, else by its first record here.
-    """
-    by_header: dict[str, str] = {}
-    for record in records:
-        key = record.mail_id
-        if key.startswith(BODY_KEY) and key not in known:
-            by_header.setdefault(key[len(BODY_KEY) : len(BODY_KEY) + 64], key)
-    if not by_header:
-        return set()
-    sql = "SELECT substr(mail_id, 5) FROM seen_mails WHERE mail_id IN (SELECT 'hdr:' || value FROM json_each(?))"
-    legacy = {row[0] for row in conn.exec_driver_sql(sql, (json.dumps(list(by_header)),))}
-    claims = set()
-    for header in legacy:
-        # A range over the sorted primary-key index: every `hdb:<header>.<body>` row sorts in it.
-        taken = conn.exec_driver_sql(
-            "SELECT 1 FROM seen_mails WHERE mail_id > ? AND mail_id < ? LIMIT 1",
-            (f"{BODY_KEY}{header}.", f"{BODY_KEY}{header}/"),
-        ).first()
-        if taken is None:
-            claims.add(by_header[header])
-    return claims

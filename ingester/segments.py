@@ -108,7 +108,7 @@ def _why_skipped(region: mbox.Region) -> str:
 
 def parse_segment(task: SegmentTask, tick: Callable[[], None] | None = None) -> SegmentResult:
     """The segment's records, skips and warnings; `tick` is called before every read of the file (may raise)."""
-    with open(task.path, "rb", buffering=0) as stream, open(task.path, "rb") as bodies:
+    with open(task.path, "rb", buffering=0) as stream, open(task.path, "rb", buffering=0) as bodies:
         return _parse(task, stream, bodies, tick)
 
 

@@ -13,8 +13,8 @@ from functools import cache
 from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, literal_column, or_
 from sqlalchemy.dialects.sqlite import insert
 
-from ingester.body_keys import legacy_claims
 from ingester.compiled import driver_sql
+from ingester.legacy_keys import legacy_claims
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from ingester.rollups import DomainDelta, StoredSender, add_batch, domain_for, month_of, stored_senders
 from ingester.search_index import index_senders

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ from ingester.mbox import HEADER_CAP_BYTES, iter_regions
 from ingester.parse_pool import parse_in_order
 from ingester.segments import READ_BYTES, SEGMENT_BYTES, parse_segment, plan_segments
 from shared.mbox_format import suspect_line_end
-from tests.conftest import run_cli
+from tests.conftest import REPO_ROOT, run_cli
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, query
 from tests.polling import wait_for
@@ -255,3 +257,10 @@ def test_the_in_process_parse_calls_idle_from_inside_a_segment_and_stops_when_it
     assert len(calls) == 3
     (result,) = parse_in_order([task], workers=0, idle=lambda: None)
     assert result.seen == 1
+
+
+def test_parse_workers_import_no_database_code() -> None:
+    """Each worker counts against the 150 MB bound of the process tree: SQLAlchemy alone would add ~20 MB."""
+    probe = "import sys, ingester.parse_worker; print(sorted(m for m in sys.modules if m.startswith('sqlalchemy')))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
+    assert result.stdout.strip() == "[]"
