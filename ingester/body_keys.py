@@ -10,6 +10,7 @@ import hashlib
 from typing import BinaryIO
 
 from ingester.mbox import Region
+from shared.mbox_format import BOM
 
 HEADER_KEY = "hdr:"  # the key of older imports: the header block's digest alone
 BODY_KEY = "hdb:"  # `hdb:<header digest>.<body digest>`
@@ -27,6 +28,9 @@ def body_key(stream: BinaryIO, region: Region, header_key: str) -> str:
     digest = hashlib.sha256()
     position = stream.tell()
     try:
+        if region.start == 0:  # the file's first message may begin with a byte order mark before its separator
+            stream.seek(0)
+            start += len(BOM) if stream.read(len(BOM)) == BOM else 0
         stream.seek(start)
         head = stream.read(2)
         skip = 2 if head == b"\r\n" else 1 if head[:1] == b"\n" else 0

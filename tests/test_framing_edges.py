@@ -83,3 +83,15 @@ def test_a_pipe_is_refused_with_what_to_do(tmp_path: Path, db_path: Path) -> Non
         "resume), so save the mbox to a file first, e.g. `zcat mail.mbox.gz > mail.mbox`"
     )
     assert not db_path.exists() or query(db_path, "SELECT count(*) FROM ingest_runs") == [(0,)]
+
+
+def test_an_id_less_message_has_one_key_with_or_without_a_byte_order_mark(tmp_path: Path, db_path: Path) -> None:
+    plain = b"From bob@example.com Wed Feb  9 01:05:34 1998\nFrom: a@x\n\nthe same body\n"
+    (tmp_path / "a.mbox").write_bytes(plain)
+    (tmp_path / "b.mbox").write_bytes(b"\xef\xbb\xbf" + plain)
+    for name in ("a.mbox", "b.mbox"):
+        result = run_cli("import", tmp_path / name, "--db", db_path)
+        assert result.returncode == 0, result.stderr
+    assert counts_of(db_path) == {"a@x": 1}
+    ((key,),) = query(db_path, "SELECT mail_id FROM seen_mails")
+    assert key.startswith("hdb:")
