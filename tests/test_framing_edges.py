@@ -95,3 +95,23 @@ def test_an_id_less_message_has_one_key_with_or_without_a_byte_order_mark(tmp_pa
     assert counts_of(db_path) == {"a@x": 1}
     ((key,),) = query(db_path, "SELECT mail_id FROM seen_mails")
     assert key.startswith("hdb:")
+
+
+def test_a_content_length_that_disagrees_with_the_framing_is_a_warning(tmp_path: Path, db_path: Path) -> None:
+    inner = b"From: b@x\nMessage-ID: <2@x>\n\ninner body\n"
+    body = b"forwarded:\n\nFrom inner@x Wed Feb  9 01:05:34 1998\n" + inner
+    outer = b"From a@x Wed Feb  9 01:05:34 1998\nFrom: a@x\nMessage-ID: <1@x>\nContent-Length: %d\n\n" % len(body)
+    agreeing = b"From a@x Wed Feb  9 01:05:34 1998\nFrom: c@x\nMessage-ID: <3@x>\nContent-Length: 6\n\nhello\n\n"
+    crlf = agreeing.replace(b"\n", b"\r\n").replace(b"<3@x>", b"<4@x>").replace(b"c@x", b"d@x")
+    path = tmp_path / "mboxcl2.mbox"
+    path.write_bytes(outer + body + b"\n" + agreeing + crlf.replace(b"Length: 6", b"Length: 7"))
+    result = run_cli("import", path, "--db", db_path)
+    assert result.returncode == 0, result.stderr
+    # Framed by separator lines, as ever: the embedded message counts on its own, and the run says so.
+    assert counts_of(db_path) == {"a@x": 1, "b@x": 1, "c@x": 1, "d@x": 1}
+    ((tail,),) = query(db_path, "SELECT warnings_tail FROM ingest_runs")
+    first_end = len(outer) + len(b"forwarded:\n\n")
+    assert json.loads(tail) == [
+        f"bytes 0-{first_end}: Content-Length says {len(body):,} bytes but separator lines frame a body of 12; "
+        "counted as framed (a separator-like line inside it may start another counted message)"
+    ]
