@@ -152,7 +152,7 @@ def _length_note(region: Region, stated: str) -> str | None:
     (an embedded message, perhaps counted on its own) or a changed file: the person should know.
     """
     text = stated.strip()
-    if not text.isdigit() or len(text) > 18 or region.postmark is None:
+    if not (text.isascii() and text.isdigit()) or len(text) > 18 or region.postmark is None:  # "²" is a digit
         return None
     body = region.size - len(region.postmark.line) - 1 - len(region.header_block)
     body -= 2 if region.header_block.endswith(b"\r\n") else 1  # the blank line ending the header block
