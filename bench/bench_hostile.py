@@ -57,12 +57,37 @@ def _no_blank_lines() -> bytes:
     )
 
 
+# Issue 20's line: a lazy-run suspect-separator regex backtracked on it in the square of its length (~3 s a line).
+_CRAFTED_LINE = b"From x " + b"Mon " * 170 + b"1" * 680 + b"\n"
+
+
+def _crafted_lines() -> bytes:
+    """The issue's generator verbatim, 780 KB: under 1 MiB, so it is parsed in the importer's own process."""
+    return TAKEOUT + b"From: a@example.com\nMessage-ID: <c@x>\n\n" + (_CRAFTED_LINE + b"a" * 680 + b"\n") * 380
+
+
+def _crafted_suspects() -> bytes:
+    """The crafted line after a blank line and before a header-like line, 5,000 times: every step of the check."""
+    suspect = b"\n" + _CRAFTED_LINE + b"a" * 80 + b":\n"  # the colon within the 2 KiB a separator is judged in
+    return TAKEOUT + b"From: a@example.com\nMessage-ID: <s@x>\n\nbody\n" + suspect * 5000
+
+
+def _one_huge_message() -> bytes:
+    """One 1 GiB message: each 1 MiB segment used to read on to the message's end (time in its size squared)."""
+    body = (b"x" * 99 + b"\n") * (1024**3 // 100)
+    return TAKEOUT + b"From: a@example.com\nMessage-ID: <h@x>\n\n" + body
+
+
 CASES = [
     Case("100,000 separator lines, nothing between them", "storm", _storm, 0, 100_000, target=True),
-    Case("one From header of 300,000 encoded-words", "words", _words, 1, 0, target=True),
-    Case("one From header of 300,000 broken encoded-words (utf-7)", "broken-words", _broken_words, 1, 0),
-    Case("one header folded over 1,000,000 lines", "folded", _folded, 1, 0),
+    # Header blocks of 5-7 MB: past the 4 MiB cap, so each is skipped with a warning (issue 20), never misread.
+    Case("one From header of 300,000 encoded-words", "words", _words, 0, 1, target=True),
+    Case("one From header of 300,000 broken encoded-words (utf-7)", "broken-words", _broken_words, 0, 1),
+    Case("one header folded over 1,000,000 lines", "folded", _folded, 0, 1),
     Case("100,000 messages without a blank line after their headers", "no-blank", _no_blank_lines, 100_000, 0),
+    Case("issue 20's crafted 2 KB line pair, 380 times (780 KB, in-process)", "crafted-lines", _crafted_lines, 1, 0),
+    Case("the crafted line as 5,000 suspect separators (7 MB)", "crafted-suspects", _crafted_suspects, 1, 5000),
+    Case("one message of 1 GiB", "huge-message", _one_huge_message, 1, 0),
 ]
 
 

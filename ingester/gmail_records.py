@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ingester.gmail import MessageMeta
 from ingester.headers import parse_date
 from ingester.records import MailRecord
 from ingester.unsubscribe import parse_unsubscribe
 from shared.normalize import is_excluded, is_unread, normalize_message_id, parse_sender
+from shared.storable import SURROGATE_NOTE, storable
 from shared.timeutil import plausible_unix
 
 
@@ -25,6 +28,9 @@ def metadata_record(meta: MessageMeta, *, now: float | None = None, warnings: li
     What was odd (an undecodable sender, an implausible Date) goes to `warnings`; the message is counted anyway.
     A Date header that is unreadable or implausible (see `plausible_unix`) gives way to Gmail's own date.
     """
+    meta, repaired = _storable_meta(meta)
+    if repaired and warnings is not None:
+        warnings.append(f"message {meta.gmail_id}: {', '.join(repaired)}: {SURROGATE_NOTE}; counted as is")
     raw_sender = meta.header("From") or meta.header("Sender") or meta.header("Return-Path")
     identity = parse_sender(raw_sender) if raw_sender else None
     if identity is not None and identity.problem is not None and warnings is not None:
@@ -53,3 +59,26 @@ def metadata_record(meta: MessageMeta, *, now: float | None = None, warnings: li
         unsubscribe_mailto=unsubscribe.mailto,
         one_click=unsubscribe.one_click,
     )
+
+
+def _storable_meta(meta: MessageMeta) -> tuple[MessageMeta, list[str]]:
+    """`meta` with every text storable, and what had to be repaired: JSON may carry lone surrogates (`\\ud800`)."""
+    repaired: list[str] = []
+    gmail_id, bad = storable(meta.gmail_id)
+    if bad:
+        repaired.append("id")
+    labels = [storable(label) for label in meta.label_ids]
+    if any(bad for _, bad in labels):
+        repaired.append("labels")
+    headers = []
+    for name, value in meta.headers:
+        (clean_name, bad_name), (clean_value, bad_value) = storable(name), storable(value)
+        if bad_name or bad_value:
+            repaired.append(f"{clean_name} header")
+        headers.append((clean_name, clean_value))
+    if not repaired:
+        return meta, repaired
+    clean = dataclasses.replace(
+        meta, gmail_id=gmail_id, label_ids=tuple(label for label, _ in labels), headers=tuple(headers)
+    )
+    return clean, repaired

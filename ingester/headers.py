@@ -1,7 +1,7 @@
 """Pure extraction of the few header fields we store, from one raw header block; never raises on any bytes.
 
-Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels and List-Unsubscribe(-Post) are read: metadata
-only.
+Only From, Sender, Return-Path, Message-ID, Date, X-Gmail-Labels, List-Unsubscribe(-Post) and Content-Length are
+read: metadata only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ _WANTED = (
     b"x-gmail-labels",
     b"list-unsubscribe",
     b"list-unsubscribe-post",
+    b"content-length",
 )
 _SLOT = {name: slot for slot, name in enumerate(_WANTED)}
 # The spellings mail software writes, so that most lines skip `bytes.lower()`; any other case still matches.
@@ -39,6 +40,7 @@ _SLOT.update(
             b"X-Gmail-Labels",
             b"List-Unsubscribe",
             b"List-Unsubscribe-Post",
+            b"Content-Length",
         )
     }
 )
@@ -70,6 +72,7 @@ class HeaderFields(NamedTuple):
     list_unsubscribe: str | None = None
     oversized: bool = False  # a wanted header was longer than `VALUE_CAP_BYTES`: only its two ends were read
     list_unsubscribe_post: str | None = None
+    content_length: str | None = None  # mboxcl/mboxcl2 writers state the body's length
 
 
 def _has_valid_line(block: bytes) -> bool:
@@ -110,7 +113,17 @@ def parse_header_block(block: bytes) -> HeaderFields:
             value = raw.decode("latin-1").strip()  # maps every byte: undecodable input never drops a message
         if value:
             values[slot] = value
-    from_, sender, return_path, message_id, date, gmail_labels, list_unsubscribe, list_unsubscribe_post = values
+    (
+        from_,
+        sender,
+        return_path,
+        message_id,
+        date,
+        gmail_labels,
+        list_unsubscribe,
+        list_unsubscribe_post,
+        content_length,
+    ) = values
     return HeaderFields(
         True,
         from_,
@@ -122,6 +135,7 @@ def parse_header_block(block: bytes) -> HeaderFields:
         list_unsubscribe,
         oversized,
         list_unsubscribe_post,
+        content_length,
     )
 
 

@@ -13,14 +13,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from ingester.lifecycle import ResumeHint, RunCancelled, RunLifecycle, RunResult, Tally
 from ingester.parse_pool import parse_in_order
 from ingester.records import MailRecord
 from ingester.report import Reporter
 from ingester.segments import plan_segments
-from ingester.store import count_batch
+from ingester.store_guard import count_batch_guarded
 from shared.errors import InputFileError, RunNotFoundError
 from shared.mbox_format import sniff_mbox
 from shared.models import Source
@@ -68,6 +68,12 @@ def check_mbox_path(source: Path, *, named: Path | None = None) -> os.stat_resul
         raise InputFileError(f"{path}: no such file; give the path of the .mbox file from your Takeout") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read it ({exc.strerror})") from exc
+    if stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode) or stat.S_ISSOCK(info.st_mode):
+        # Segments are parsed in parallel at byte offsets and a resume restarts at one: both need a seekable file.
+        raise InputFileError(
+            f"{path}: a pipe or device, not a file; the import reads at byte offsets (in parallel, and to resume), "
+            "so save the mbox to a file first, e.g. `zcat mail.mbox.gz > mail.mbox`"
+        )
     if not stat.S_ISREG(info.st_mode):
         raise InputFileError(f"{path}: not a regular file; give the .mbox file itself, not a folder")
     try:
@@ -143,6 +149,7 @@ class _Importer:
         )
         done = offset
         batch: list[MailRecord] = []
+        starts: list[int] = []
         warnings: list[str] = []
         last_commit = life.clock()
         for result in parse_in_order(tasks, workers=self.parse_workers, idle=self._idle):
@@ -152,15 +159,16 @@ class _Importer:
             if result.end is not None:
                 done = result.end
             batch += result.records
+            starts += result.starts
             warnings += result.warnings
             # Segments of large messages hold few records: commit by size or time, not once per segment.
             if life.cancel.is_set() or len(batch) >= BATCH_RECORDS or life.clock() - last_commit >= BATCH_SECONDS:
-                self._commit(batch, warnings, done)
-                batch, warnings, last_commit = [], [], life.clock()
+                self._commit(batch, starts, warnings, done)
+                batch, starts, warnings, last_commit = [], [], [], life.clock()
             if life.cancel.is_set():
                 break
         with life.batch(warnings, bytes_done=done) as conn:
-            life.tally.new += count_batch(conn, batch, source=Source.MBOX, run_id=life.run_id).new
+            self._store(conn, batch, starts, warnings)
             life.finish(conn, cancelled=life.cancel.is_set(), partial=life.tally.skipped > 0)
         life.reporter.progress(done=done, seen=life.tally.seen, new=life.tally.new)
 
@@ -173,11 +181,23 @@ class _Importer:
         if self.life.cancel.is_set():
             raise RunCancelled()
 
-    def _commit(self, batch: list[MailRecord], warnings: list[str], done: int) -> None:
+    def _commit(self, batch: list[MailRecord], starts: list[int], warnings: list[str], done: int) -> None:
         life = self.life
         with life.batch(warnings, bytes_done=done) as conn:
-            life.tally.new += count_batch(conn, batch, source=Source.MBOX, run_id=life.run_id).new
+            self._store(conn, batch, starts, warnings)
         life.reporter.progress(done=done, seen=life.tally.seen, new=life.tally.new)
+
+    def _store(self, conn: Connection, batch: list[MailRecord], starts: list[int], warnings: list[str]) -> None:
+        """Counts the batch; a message the database refuses is skipped with its offsets (the run ends partial)."""
+        tally = self.life.tally
+        outcome, rejected = count_batch_guarded(conn, batch, source=Source.MBOX, run_id=self.life.run_id)
+        tally.new += outcome.new
+        for refused in rejected:
+            start = starts[refused.index]
+            end = start + batch[refused.index].size_bytes
+            tally.seen -= 1
+            tally.skipped += 1
+            warnings.append(f"skipped bytes {start}-{end}: the database refused its values ({refused.reason})")
 
 
 def run_import(

@@ -1,22 +1,23 @@
 """Streaming framing of an mbox into message regions, with flat memory and linear time; no header semantics here.
 
 A separator is a line `shared.mbox_format.SEPARATOR` accepts; any other line (`>From`, `From here on, ...`) is
-body, except a suspect one (`SUSPECT_SEPARATOR` after a blank line): it starts a region that is not counted, so
+body, except a suspect one (`suspect_line_end` after a blank line): it starts a region that is not counted, so
 it is reported instead of silently merged. Only each region's header block is ever held, never a whole message.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
 
 from shared.mbox_format import (
+    BOM,
     SEPARATOR,
     SEPARATOR_WINDOW,
-    SUSPECT_SEPARATOR,
     separator_date,
     separator_zone,
+    suspect_line_end,
     zone_offset,
 )
 
@@ -71,6 +72,8 @@ class Region(NamedTuple):
     postmark: Postmark | None
     header_block: bytes
     suspect: bool = False
+    header_cut: bool = False  # the header block ran past `HEADER_CAP_BYTES`: `header_block` is only its start
+    suspect_line: bytes = b""  # when `suspect`, the line (its first `SEPARATOR_WINDOW` bytes)
 
     @property
     def size(self) -> int:
@@ -81,6 +84,7 @@ class _Separator(NamedTuple):
     start: int
     header_start: int
     postmark: Postmark | None  # None: a suspect line
+    line: bytes = b""  # the suspect line (warnings quote it)
 
 
 def parse_postmark(match: re.Match[bytes]) -> Postmark:
@@ -91,10 +95,11 @@ def parse_postmark(match: re.Match[bytes]) -> Postmark:
 class _Window:
     """A sliding view `data` of the stream beginning at absolute offset `base`; all callers speak absolutes."""
 
-    def __init__(self, stream: BinaryIO, start: int, chunk: int) -> None:
+    def __init__(self, stream: BinaryIO, start: int, chunk: int, tick: Callable[[], None] | None = None) -> None:
         stream.seek(start)
         self.stream = stream
         self.chunk = chunk
+        self.tick = tick
         self.base = start
         self.data = b""
         self.eof = False
@@ -104,7 +109,13 @@ class _Window:
         return self.base + len(self.data)
 
     def fill(self, keep_from: int) -> None:
-        """Drops the bytes before `keep_from` (less `_BEHIND`) and appends a chunk (sets `eof` when there is none)."""
+        """Drops the bytes before `keep_from` (less `_BEHIND`) and appends a chunk (sets `eof` when there is none).
+
+        Calls `tick` first: every read passes here, so a caller that parses in-process hears it however long one
+        region takes (the tick may raise to stop the parse).
+        """
+        if self.tick is not None:
+            self.tick()
         more = self.stream.read(self.chunk)
         if not more:
             self.eof = True
@@ -141,9 +152,11 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
     if match is None:
-        if SUSPECT_SEPARATOR.match(window.data, rel, limit) is not None and _blank_before(window, line_start):
-            line_end = window.data.find(b"\n", rel, limit)  # the pattern spans a newline
-            return _Separator(line_start, window.base + line_end + 1, None)
+        if not _blank_before(window, line_start):
+            return None
+        line_end = suspect_line_end(window.data, rel, limit)
+        if line_end is not None:
+            return _Separator(line_start, window.base + line_end + 1, None, window.data[rel:line_end])
         return None
     # The lookahead accepts the window's edge as an end of line; that is only true at the end of the file.
     if match.end() == limit and not (window.eof and limit == len(window.data)):
@@ -153,27 +166,34 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
     return _Separator(line_start, header_start, parse_postmark(match))
 
 
-def _next_separator(window: _Window, pos: int) -> _Separator | None:
-    """The first separator (or suspect line) starting after a newline at an offset `>= pos`."""
+def _next_separator(window: _Window, pos: int, *, before: int | None = None) -> _Separator | None:
+    """The first separator (or suspect line) starting after a newline at an offset `>= pos` (and `< before`).
+
+    `before` lets a segment that starts inside a huge message stop at its own end instead of reading on to the
+    message's end: without it, every segment of a 1 GiB message scanned the rest of it (quadratic time).
+    """
     while True:
         base = window.base
         hit = window.data.find(_NEEDLE, max(pos - 1 - base, 0))
         if hit != -1:
             line_start = base + hit + 1
+            if before is not None and line_start >= before:
+                return None
             found = _separator_at(window, line_start, keep_from=line_start - 1)
             if found is not None:
                 return found
             pos = line_start + 1
             continue
-        if window.eof:
+        if window.eof or (before is not None and window.end >= before + len(_NEEDLE)):
             return None
         # A needle cut by the window's end starts at or after this offset.
         pos = max(pos, window.end - len(_NEEDLE) + 2)
         window.fill(pos - 1)
 
 
-def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | None]:
-    """The header block after `sep` up to its blank line, or up to a separator that comes first (then returned).
+def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | None, bool]:
+    """The header block after `sep` up to its blank line, or up to a separator that comes first (then returned),
+    and whether it was cut at `HEADER_CAP_BYTES` (then the block is its first `HEADER_CAP_BYTES`).
 
     One forward scan: each byte is searched once, so a run of separators with nothing between them, or header
     blocks without a blank line, cost linear time.
@@ -183,25 +203,40 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
         window.ensure(start + 2, keep_from=start)
     rel = start - window.base
     if window.data.startswith((b"\n", b"\r\n"), rel):
-        return b"", None
+        return b"", None, False
     cap = start + HEADER_CAP_BYTES
     scan_from = start - 1  # a `\nFrom ` may begin with the separator line's own newline
     while True:
         base = window.base
         found = _HEADER_END.search(window.data, scan_from - base, min(len(window.data), cap - base))
         if found is None:
-            if window.eof or window.end >= cap:
-                return window.slice(start, min(window.end, cap)), None
+            if window.end >= cap:
+                return window.slice(start, cap), None, True
+            if window.eof:
+                return window.slice(start, window.end), None, False
             scan_from = max(scan_from, window.end - len(_NEEDLE))  # a match cut by the window's end
             window.fill(start)
             continue
         if found.group() != _NEEDLE:
-            return window.slice(start, base + found.start() + 1), None
+            return window.slice(start, base + found.start() + 1), None, False
         line_start = base + found.start() + 1
         inner = _separator_at(window, line_start, keep_from=start)
         if inner is not None:
-            return window.slice(start, line_start), inner
+            return window.slice(start, line_start), inner, False
         scan_from = line_start
+
+
+def _bom_separator(window: _Window, start: int) -> _Separator | None:
+    """At the file's start, a separator after a UTF-8 byte order mark; its message then starts at 0 (with it)."""
+    if start != 0:
+        return None
+    window.ensure(len(BOM), keep_from=0)
+    if not window.data.startswith(BOM):
+        return None
+    found = _separator_at(window, len(BOM), keep_from=0)
+    if found is None or found.postmark is None:
+        return None
+    return found._replace(start=0)
 
 
 def _file_size(stream: BinaryIO) -> int:
@@ -229,27 +264,34 @@ def _preamble_is_blank(stream: BinaryIO, start: int, stop: int) -> bool:
 
 
 def iter_regions(
-    stream: BinaryIO, *, start: int = 0, stop: int | None = None, align: bool = False, chunk: int = CHUNK_BYTES
+    stream: BinaryIO,
+    *,
+    start: int = 0,
+    stop: int | None = None,
+    align: bool = False,
+    chunk: int = CHUNK_BYTES,
+    tick: Callable[[], None] | None = None,
 ) -> Iterator[Region]:
     """Yields, in file order, the regions that start in `[start, stop)`; the last one runs to the next separator.
 
     `start` is 0 or a separator's offset, or with `align` any offset: then the first region is the first
     separator at or after it (no preamble). Regions of consecutive `[a, b)`, `[b, c)` calls tile the file
-    exactly, which is what lets segments of one file be parsed in parallel.
+    exactly, which is what lets segments of one file be parsed in parallel. `tick` is called before each read.
     """
     if align and start > 0:
-        window = _Window(stream, max(start - 1 - _BEHIND, 0), chunk)
-        current = _next_separator(window, start)
+        window = _Window(stream, max(start - 1 - _BEHIND, 0), chunk, tick)
+        current = _next_separator(window, start, before=stop)
     else:
-        window = _Window(stream, max(start - _BEHIND, 0), chunk)
-        current = _separator_at(window, start, keep_from=start) or _next_separator(window, start + 1)
+        window = _Window(stream, max(start - _BEHIND, 0), chunk, tick)
+        current = _separator_at(window, start, keep_from=start) or _bom_separator(window, start)
+        current = current or _next_separator(window, start + 1)
         preamble_end = current.start if current is not None else _file_size(stream)
         if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
             yield Region(start, preamble_end, None, b"")
     while current is not None and (stop is None or current.start < stop):
-        header, following = _read_header(window, current)
+        header, following, cut = _read_header(window, current)
         if following is None:
             following = _next_separator(window, current.header_start + len(header))
         end = following.start if following is not None else window.end
-        yield Region(current.start, end, current.postmark, header, current.postmark is None)
+        yield Region(current.start, end, current.postmark, header, current.postmark is None, cut, current.line)
         current = following

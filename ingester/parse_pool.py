@@ -11,6 +11,7 @@ import fcntl
 import select
 import subprocess
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
@@ -71,11 +72,34 @@ def _grow_pipe(stream: IO[bytes]) -> None:
             fcntl.fcntl(stream.fileno(), set_size, RESULT_PIPE_BYTES)
 
 
-def parse_in_order(tasks: Sequence[SegmentTask], *, workers: int, idle: Callable[[], None]) -> Iterator[SegmentResult]:
-    """Yields each task's result in task order; calls `idle` about every second while waiting on workers."""
+class _Ticker:
+    """Calls `idle` from inside an in-process parse at most once per `IDLE_CALLBACK_SECONDS` (called per read)."""
+
+    def __init__(self, idle: Callable[[], None], clock: Callable[[], float]) -> None:
+        self.idle = idle
+        self.clock = clock
+        self.last = clock()
+
+    def __call__(self) -> None:
+        now = self.clock()
+        if now - self.last >= IDLE_CALLBACK_SECONDS:
+            self.last = now
+            self.idle()
+
+
+def parse_in_order(
+    tasks: Sequence[SegmentTask],
+    *,
+    workers: int,
+    idle: Callable[[], None],
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[SegmentResult]:
+    """Yields each task's result in task order; calls `idle` about every second while waiting on workers, or,
+    parsing in-process, from inside the parse (it may raise `RunCancelled` to stop there)."""
     if workers <= 0 or len(tasks) <= 1:
+        tick = _Ticker(idle, clock)
         for task in tasks:
-            yield parse_segment(task)
+            yield parse_segment(task, tick)
         return
     pool = [_Worker() for _ in range(min(workers, len(tasks)))]
     try:

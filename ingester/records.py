@@ -11,9 +11,10 @@ GMAIL_ID_KEY = "gid:"
 class MailRecord(NamedTuple):
     """Metadata of one message; never a subject, body or recipient.
 
-    `mail_id` is the dedupe key (`mid:<Message-ID>`; `gid:<Gmail id>` from a Takeout separator; `hdr:<sha256>`
-    for other mbox files; a bare Gmail id from the API); `gmail_id` is the Gmail API id when known (for an mbox
-    message, from its Takeout postmark). A NamedTuple rather than a dataclass because records cross a process
+    `mail_id` is the dedupe key (`mid:<Message-ID>`; `gid:<Gmail id>` from a Takeout separator; for other mbox
+    files `hdb:<header sha256>.<body sha256>`, or `hdr:<header sha256>` as older imports stored it; a bare Gmail
+    id from the API); `gmail_id` is the Gmail API id when known (for an mbox message, from its Takeout postmark).
+    A NamedTuple rather than a dataclass because records cross a process
     boundary in bulk, and tuples pickle several times faster.
     """
 

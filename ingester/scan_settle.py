@@ -15,7 +15,7 @@ from ingester.gmail_records import record_from_meta
 from ingester.lifecycle import RunLifecycle
 from ingester.records import MailRecord
 from ingester.scan_store import clear_retries, record_retries, settle, unknown_ids, unsettled_ids
-from ingester.store import count_batch
+from ingester.store_guard import count_batch_guarded
 from ingester.threads import FetchPlan, ThreadWant, plan_fetches
 from shared.models import Source
 
@@ -154,13 +154,24 @@ class Settler:
             for i, reason in batch.failed.items()
         ]
         warnings = self.fetcher.drain_warnings() + warnings
-        settled = batch.settled | dict.fromkeys(batch.gone, "gone") | dict.fromkeys(batch.failed, "failed")
         tally = self.life.tally
         tally.excluded += batch.excluded
         tally.skipped += len(batch.failed)
         with self.life.batch(warnings) as conn:
-            tally.new += count_batch(conn, batch.records, source=Source.GMAIL_API, run_id=self.run_id).new
+            outcome, rejected = count_batch_guarded(conn, batch.records, source=Source.GMAIL_API, run_id=self.run_id)
+            tally.new += outcome.new
+            # A message the database refuses is not counted, and the next scan retries it, as a failed fetch.
+            refused = {
+                batch.records[r.index].mail_id: f"the database refused its values ({r.reason})" for r in rejected
+            }
+            warnings += [
+                f"message {i} could not be stored ({why}); the next scan retries it" for i, why in refused.items()
+            ]
+            tally.skipped += len(refused)
+            failed = batch.failed | refused
+            settled = batch.settled | dict.fromkeys(batch.gone, "gone") | dict.fromkeys(failed, "failed")
             if self.retries_pending:
-                clear_retries(conn, [r.mail_id for r in batch.records] + batch.fetched + batch.gone)
-            record_retries(conn, batch.failed, run_id=self.run_id)
+                stored = [r.mail_id for r in batch.records if r.mail_id not in refused]
+                clear_retries(conn, [*stored, *(i for i in batch.fetched if i not in refused), *batch.gone])
+            record_retries(conn, failed, run_id=self.run_id)
             settle(conn, settled, run_id=self.run_id)

@@ -5,11 +5,13 @@ Pure apart from reading the file: no database, no printing. Segments `[a, b)`, `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ingester import mbox
+from ingester.body_keys import HEADER_KEY, body_key
 from ingester.records import MailRecord
 from ingester.takeout import Skip, judge_region
 
@@ -34,7 +36,8 @@ class SegmentTask:
 
 @dataclass(slots=True)
 class SegmentResult:
-    """What a segment held. `end` is where its last region ends (None when no region starts in it)."""
+    """What a segment held. `end` is where its last region ends (None when no region starts in it); `starts[i]`
+    is the offset of `records[i]`'s region (it ends `size_bytes` later)."""
 
     start: int
     records: list[MailRecord] = field(default_factory=list)
@@ -43,12 +46,14 @@ class SegmentResult:
     excluded: int = 0
     warnings: list[str] = field(default_factory=list)
     end: int | None = None
+    starts: list[int] = field(default_factory=list)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Records cross the worker pipe as plain tuples: a NamedTuple pickles through a Python-level
         `__getnewargs__` per record, which cost the workers more than a tenth of a second per 200,000 messages."""
         rows = [tuple(record) for record in self.records]
-        return (_rebuilt, (self.start, rows, self.seen, self.skipped, self.excluded, self.warnings, self.end))
+        fields = (self.start, rows, self.seen, self.skipped, self.excluded, self.warnings, self.end, self.starts)
+        return (_rebuilt, fields)
 
 
 def _rebuilt(
@@ -59,8 +64,9 @@ def _rebuilt(
     excluded: int,
     warnings: list[str],
     end: int | None,
+    starts: list[int],
 ) -> SegmentResult:
-    return SegmentResult(start, list(map(MailRecord._make, rows)), seen, skipped, excluded, warnings, end)
+    return SegmentResult(start, list(map(MailRecord._make, rows)), seen, skipped, excluded, warnings, end, starts)
 
 
 def plan_segments(
@@ -86,30 +92,47 @@ def plan_segments(
 
 def _why_skipped(region: mbox.Region) -> str:
     if region.suspect:
-        return "a line that looks like a separator of an unknown shape starts a message that is not counted"
+        quoted = repr(region.suspect_line[:100].decode("utf-8", "replace")) + (
+            "…" if len(region.suspect_line) > 100 else ""
+        )
+        return f"a line that looks like a separator of an unknown shape starts a message that is not counted: {quoted}"
     if region.postmark is None:
         return "no valid header line (text before the first separator line)"
+    if region.header_cut:
+        return (
+            f"its header block runs past {mbox.HEADER_CAP_BYTES // (1024 * 1024)} MiB, so its From, Message-ID "
+            "and labels may lie beyond what is read"
+        )
     return "no valid header line"
 
 
-def parse_segment(task: SegmentTask) -> SegmentResult:
+def parse_segment(task: SegmentTask, tick: Callable[[], None] | None = None) -> SegmentResult:
+    """The segment's records, skips and warnings; `tick` is called before every read of the file (may raise)."""
+    with open(task.path, "rb", buffering=0) as stream, open(task.path, "rb", buffering=0) as bodies:
+        return _parse(task, stream, bodies, tick)
+
+
+def _parse(task: SegmentTask, stream: BinaryIO, bodies: BinaryIO, tick: Callable[[], None] | None) -> SegmentResult:
+    """`bodies`, a second handle, reads the body of an id-less message outside Takeout for its key."""
     result = SegmentResult(start=task.start)
-    records = result.records
-    with open(task.path, "rb", buffering=0) as stream:
-        for region in mbox.iter_regions(
-            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES
-        ):
-            verdict = judge_region(
-                region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
-            )
-            if type(verdict) is MailRecord:
-                records.append(verdict)
-                result.seen += 1
-            elif verdict is Skip.EXCLUDED:
-                result.excluded += 1
-                result.seen += 1
-            else:
-                result.skipped += 1
-                result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
-            result.end = region.end
+    records, starts = result.records, result.starts
+    for region in mbox.iter_regions(
+        stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
+    ):
+        verdict = judge_region(
+            region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
+        )
+        if type(verdict) is MailRecord:
+            if verdict.mail_id.startswith(HEADER_KEY):  # two such messages with the same headers are still two
+                verdict = verdict._replace(mail_id=body_key(bodies, region, verdict.mail_id))
+            records.append(verdict)
+            starts.append(region.start)
+            result.seen += 1
+        elif verdict is Skip.EXCLUDED:
+            result.excluded += 1
+            result.seen += 1
+        else:
+            result.skipped += 1
+            result.warnings.append(f"skipped bytes {region.start}-{region.end}: {_why_skipped(region)}")
+        result.end = region.end
     return result

@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, l
 from sqlalchemy.dialects.sqlite import insert
 
 from ingester.compiled import driver_sql
+from ingester.legacy_keys import legacy_claims
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from ingester.rollups import DomainDelta, StoredSender, add_batch, domain_for, month_of, stored_senders
 from ingester.search_index import index_senders
@@ -256,6 +257,7 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
         return BatchOutcome(sum(o.new for o in outcomes), sum(o.duplicates for o in outcomes))
     known_ids = _existing(conn, "mail_id", (r.mail_id for r in records))
     known_ids |= _imported_before_gid_keys(conn, records)
+    claims = legacy_claims(conn, records, known_ids)  # recorded uncounted: an older import counted them
     counted_rfc = _existing(
         conn, "rfc_message_id", (r.rfc_message_id for r in records if r.rfc_message_id), counted_only=True
     )
@@ -282,8 +284,10 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
             duplicates += 1
             continue
         add_known(mail_id)
-        if (rfc_message_id is not None and rfc_message_id in counted_rfc) or (
-            gmail_id is not None and gmail_id in counted_gmail
+        if (
+            (rfc_message_id is not None and rfc_message_id in counted_rfc)
+            or (gmail_id is not None and gmail_id in counted_gmail)
+            or (claims and mail_id in claims)
         ):
             duplicates += 1
             append((mail_id, rfc_message_id, gmail_id, sender, date, size, labels, unread, lu, *uncounted_tail))

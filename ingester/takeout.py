@@ -73,7 +73,7 @@ def judge_region(
 
     A date is kept only when plausible (`plausible_unix` against `now`), else the separator's date, else unknown.
     """
-    if region.postmark is None:
+    if region.postmark is None or region.header_cut:  # a cut header block cannot be judged: never a guess
         return Skip.SKIPPED
     fields = parse_header_block(region.header_block)
     if not fields.has_valid_line:
@@ -105,6 +105,10 @@ def judge_region(
         mail_id = GMAIL_ID_KEY + gmail_id  # Takeout's separator carries the message's Gmail id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
+    if fields.content_length is not None:
+        note = _length_note(region, fields.content_length)
+        if note is not None:
+            warnings.append(f"bytes {region.start}-{region.end}: {note}")
     unsubscribe = (
         NONE
         if fields.list_unsubscribe is None
@@ -137,4 +141,24 @@ def judge_region(
             unsubscribe.mailto,
             unsubscribe.one_click,
         )
+    )
+
+
+def _length_note(region: Region, stated: str) -> str | None:
+    """What to warn when a Content-Length (mboxcl2) disagrees with the body the separator lines frame, or None.
+
+    Framing follows separator lines, never Content-Length; a body longer than stated is fine up to the blank
+    line (and its CR) before the next separator. A shorter one means a separator-shaped line inside the body
+    (an embedded message, perhaps counted on its own) or a changed file: the person should know.
+    """
+    text = stated.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > 18 or region.postmark is None:  # "²" is a digit
+        return None
+    body = region.size - len(region.postmark.line) - 1 - len(region.header_block)
+    body -= 2 if region.header_block.endswith(b"\r\n") else 1  # the blank line ending the header block
+    if 0 <= body - int(text) <= 2:
+        return None
+    return (
+        f"Content-Length says {int(text):,} bytes but separator lines frame a body of {max(body, 0):,}; "
+        "counted as framed (a separator-like line inside it may start another counted message)"
     )

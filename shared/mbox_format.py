@@ -14,18 +14,49 @@ from typing import BinaryIO
 # `From <envelope> <asctime date>` as mail software writes it (Takeout, mutt, Mail::Box, procmail, mailman's
 # pipermail with its `user at host`, public-inbox and `git format-patch`): the weekday, month, day, time with or
 # without seconds, then the year, with a numeric or named time zone before or after the year.
+# A named zone is letters of any length (`WETDST`, written by old Solaris mailers); a month may be spelt with four
+# letters (`June`, `July`, `Sept`).
 SEPARATOR = re.compile(
-    rb"From (?P<envelope>\S+(?: at \S+)?) +[A-Za-z]{3} +(?P<mon>[A-Za-z]{3}) +(?P<day>\d{1,2})"
+    rb"From (?P<envelope>\S+(?: at \S+)?) +[A-Za-z]{3} +(?P<mon>[A-Za-z]{3}|June|July|Sept) +(?P<day>\d{1,2})"
     rb" +(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?"
-    rb"(?: +(?P<zone>[+-]\d{4}|[A-Za-z]{1,5}))? +(?P<year>\d{4})(?: +(?P<zone_after>[+-]\d{4}|[A-Za-z]{1,5}))?"
+    rb"(?: +(?P<zone>[+-]\d{4}|[A-Za-z]+))? +(?P<year>\d{4})(?: +(?P<zone_after>[+-]\d{4}|[A-Za-z]+))?"
     rb"(?: +remote from \S+)?[ \t]*\r?(?=\n|\Z)"
 )
+# A UTF-8 byte order mark some editors and converters put before the first separator.
+BOM = b"\xef\xbb\xbf"
 # A line that a reader would take for a separator but `SEPARATOR` does not accept: `From `, a day or month name
-# and a digit, then a header-like line. Judged only after a blank line or at the start of the file.
-SUSPECT_SEPARATOR = re.compile(
-    rb"From \S[^\n]*?\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b[^\n]*?\d"
-    rb"[^\n]*\n[!-9;-~]+[ \t]*:"
-)
+# and a digit, then a header-like line. Judged only after a blank line or at the start of the file, by
+# `suspect_line_end`: one regex with lazy runs between those three parts backtracked in the square of the line's
+# length (a crafted 2 KB line cost seconds), so each part is found by a forward search of its own.
+_DAY_OR_MONTH = re.compile(rb"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
+_DIGIT = re.compile(rb"\d")
+# A header name and its colon; `:` is outside the name's class, so a failed match gives back each byte once.
+_HEADER_LIKE = re.compile(rb"[!-9;-~]+[ \t]*:")
+
+
+def suspect_line_end(data: bytes, start: int, limit: int) -> int | None:
+    """The offset of the newline ending a suspect separator line at `start` (judged within `data[:limit]`), or None.
+
+    Linear in the line's length: the cheap tests come first (a non-blank after `From `, a line end, a header-like
+    next line), and each search runs forward once; the first day or month name is the one to test, since any
+    digit after a later one also follows the first.
+    """
+    if not data.startswith(b"From ", start) or start + 5 >= limit:
+        return None
+    first = start + 5
+    while first < limit and data[first] in b" \t":  # `From  6784...@xxx Mon ...`: one flipped byte, still meant
+        first += 1
+    if first >= limit or data[first : first + 1].isspace():
+        return None
+    line_end = data.find(b"\n", start, limit)
+    if line_end == -1 or _HEADER_LIKE.match(data, line_end + 1, limit) is None:
+        return None
+    name = _DAY_OR_MONTH.search(data, first + 1, line_end)
+    if name is None or _DIGIT.search(data, name.end(), line_end) is None:
+        return None
+    return line_end
+
+
 # Separator lines are short; a candidate line is judged within this many bytes from its start.
 SEPARATOR_WINDOW = 2048
 # How far the sniff reads for a first separator before it gives up (a Takeout file starts with one).
@@ -69,7 +100,7 @@ def separator_zone(match: re.Match[bytes]) -> bytes:
 
 def separator_date(match: re.Match[bytes]) -> int | None:
     """Unix seconds of a `SEPARATOR` match's date (zone applied; no zone or an unknown name: UTC), or None."""
-    month = _MONTHS.get(match["mon"].lower())
+    month = _MONTHS.get(match["mon"][:3].lower())
     if month is None:
         return None
     fields = (int(match["year"]), month, int(match["day"]), int(match["hour"]), int(match["minute"]))
@@ -126,6 +157,9 @@ def sniff_mbox(stream: BinaryIO, *, limit: int = SNIFF_LIMIT) -> SniffResult:
         chunk = stream.read(min(_SNIFF_CHUNK, limit - scanned))
         if not head:
             head = chunk[:16]
+            if chunk.startswith(BOM):  # the framer reads past it too
+                chunk, tail_at = chunk[len(BOM) :], len(BOM)
+                scanned += len(BOM)
         scanned += len(chunk)
         eof = not chunk or scanned >= limit
         data = tail + chunk

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from email.utils import getaddresses
 from functools import lru_cache
 
-from shared.rfc2047 import decode_words
+from shared.rfc2047 import ENCODED_WORD, decode_words
+from shared.storable import SURROGATE_NOTE, storable
 
 _WHITESPACE = re.compile(r"\s+")
 # Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
@@ -43,8 +44,12 @@ def collapse_whitespace(value: str) -> str:
 def parse_sender(value: str) -> SenderIdentity:
     """Sender key = first address containing `@`, lower-cased; else the collapsed text. Total on any input.
 
-    Values of ordinary length go through a cache, because a mailbox repeats the same few thousand From values
-    many times; longer ones (hostile or broken) are parsed each time so the cache never holds megabytes.
+    The one sender rule of every source (import, scan, Rust-era upgrade). Address first, words second, as
+    `email.headerregistry` reads a header: the address is found in the raw value and RFC 2047 encoded-words are
+    decoded only in the display name, since RFC 2047 section 5 allows none in an addr-spec; a stranger cannot
+    encode `ceo@bank.example` into the name and be counted under it. Values of ordinary length go through a
+    cache, because a mailbox repeats the same few thousand From values many times; longer ones (hostile or
+    broken) are parsed each time so the cache never holds megabytes.
     """
     return cached_sender(value) if len(value) <= ADDRESS_PARSE_LIMIT else _sender(value)
 
@@ -55,19 +60,65 @@ def cached_sender(value: str) -> SenderIdentity:
     return _sender(value)
 
 
+_WORD_AS_ADDRESS = (
+    "encoded-words where the address should be (RFC 2047 section 5 allows none there); counted under the raw text"
+)
+
+
+# An encoded-word stands for one atom of a phrase (RFC 2047 section 5), as `email.headerregistry` reads it, so it
+# is hidden behind a private-use token while the address is parsed: an `@` or `<` inside it is never structure.
+_MASK = re.compile("\ue000(\\d+)\ue001")
+
+
+# Mailman's pipermail archives write `user at host (Name)` for `Name <user@host>`: read as the address it stands for
+# when nothing else in the value is an address; the host needs a dot, so "Meet me at home" stays text.
+_PIPERMAIL = re.compile(
+    r"\s*([^\s<>()\[\],;:\"@]+) at ([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)\s*(?:\((.*)\))?\s*", re.DOTALL
+)
+
+
 def _sender(value: str) -> SenderIdentity:
     problem = None
+    value, repaired = storable(value)
+    if repaired:  # only text that did not come from bytes (a JSON escape in a Gmail API answer) holds these
+        problem = f"the header: {SURROGATE_NOTE}"
     if len(value) > SENDER_CAP:
         # Bounded work per message; the address in <...> is usually at the end.
         value = value[: SENDER_CAP // 2] + " " + value[-SENDER_CAP // 2 :]
-        problem = f"longer than {SENDER_CAP:,} characters; only its two ends were read"
+        problem = problem or f"longer than {SENDER_CAP:,} characters; only its two ends were read"
+    words: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        words.append(match.group())
+        return f"\ue000{len(words) - 1}\ue001"
+
+    def unmask(text: str) -> str:
+        return _MASK.sub(lambda m: words[int(m[1])], text) if words else text
+
+    masked = ENCODED_WORD.sub(hide, value) if "=?" in value and "\ue000" not in value else value
+    address, name = _address(masked)
+    if address is not None:
+        decoded = decode_words(unmask(name))
+        # An encoded-word inside the address itself stays raw: it is not decoded into somebody else's address.
+        return SenderIdentity(
+            key=unmask(address).lower(),
+            display_name=collapse_whitespace(decoded.text),
+            problem=problem or decoded.problem,
+        )
+    pipermail = _PIPERMAIL.fullmatch(value)
+    if pipermail is not None:
+        user, host, comment = pipermail.groups()
+        decoded = decode_words(comment or "")
+        key = f"{user}@{host}".lower()
+        return SenderIdentity(
+            key=key, display_name=collapse_whitespace(decoded.text), problem=problem or decoded.problem
+        )
     decoded = decode_words(value)
     problem = problem or decoded.problem
-    text = decoded.text
-    address, name = _address(text)
-    if address is not None:
-        return SenderIdentity(key=address.lower(), display_name=collapse_whitespace(name), problem=problem)
-    return SenderIdentity(key=collapse_whitespace(text), display_name="", problem=problem)
+    if "@" in decoded.text and decoded.text != value:
+        # No address outside encoded-words, but they decode to text with an `@`: never let that become the key.
+        return SenderIdentity(key=collapse_whitespace(value), display_name="", problem=problem or _WORD_AS_ADDRESS)
+    return SenderIdentity(key=collapse_whitespace(decoded.text), display_name="", problem=problem)
 
 
 def _address(text: str) -> tuple[str | None, str]:

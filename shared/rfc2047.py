@@ -12,8 +12,11 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from shared.storable import SURROGATE_NOTE, storable
+
 # RFC 2047 section 2: `=?charset?encoding?encoded-text?=`; encoded-text holds neither `?` nor white space.
-_WORD = re.compile(r"=\?([^?\s]*)\?([bBqQ])\?([^?\s]*)\?=")
+ENCODED_WORD = re.compile(r"=\?([^?\s]*)\?([bBqQ])\?([^?\s]*)\?=")
+_WORD = ENCODED_WORD
 _BASE64_JUNK = re.compile(rb"[^A-Za-z0-9+/]")
 _MAX_NAME = 40
 
@@ -51,7 +54,17 @@ _ESCAPE_CODECS = frozenset({"unicode-escape", "raw-unicode-escape"})
 
 
 def _to_text(charset: str, octets: bytes) -> tuple[str | None, str | None]:
-    """(text, problem); text is None when the octets are left as the raw words."""
+    """(text, problem); text is None when the octets are left as the raw words. The text is always storable."""
+    text, problem = _decoded(charset, octets)
+    if text is None:
+        return None, problem
+    text, repaired = storable(text)
+    if repaired:  # UTF-7 (`+2AA-`) and punycode decode to lone surrogates, which no database stores
+        return text, problem or f"charset {_printable_name(charset)}: {SURROGATE_NOTE}"
+    return text, problem
+
+
+def _decoded(charset: str, octets: bytes) -> tuple[str | None, str | None]:
     name = charset.split("*", 1)[0]  # RFC 2231 section 5: `charset*language`
     try:
         if codecs.lookup(name or "ascii").name in _ESCAPE_CODECS:
@@ -71,12 +84,14 @@ def _to_text(charset: str, octets: bytes) -> tuple[str | None, str | None]:
 def decode_words(value: str) -> Decoded:
     """`value` with its encoded-words decoded; white space between adjacent words is dropped (section 6.2).
 
-    Adjacent words of one charset are decoded together, so a character split across two words survives.
+    Adjacent words of one charset are decoded together, so a character split across two words survives. The
+    text is always storable (`shared.storable`), whatever `value` holds.
     """
+    value, repaired = storable(value)
     if "=?" not in value:
-        return Decoded(value)
+        return Decoded(value, f"the text: {SURROGATE_NOTE}" if repaired else None)
     pieces: list[str] = []
-    problem: str | None = None
+    problem: str | None = f"the text: {SURROGATE_NOTE}" if repaired else None
     pos = 0
     run_charset: str | None = None
     run_octets: list[bytes] = []

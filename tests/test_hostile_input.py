@@ -70,6 +70,8 @@ def test_byte_decoders_never_raise(raw: bytes) -> None:
     assert isinstance(parse_sender(text), SenderIdentity)
     assert isinstance(parse_header_block(raw), HeaderFields)
     region = Region(0, len(raw), Postmark(b"1@xxx", b"From 1@xxx " + raw[:40]), raw)
+    length = Region(0, len(raw) + 99, region.postmark, b"Content-Length: " + raw[:20] + b"\n")
+    assert isinstance(judge_region(length, include_spam_trash=False, warnings=[], now=2e9), (MailRecord, Skip))
     warnings: list[str] = []
     verdict = judge_region(region, include_spam_trash=False, warnings=warnings, now=2e9)
     assert isinstance(verdict, (MailRecord, Skip))

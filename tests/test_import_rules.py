@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -45,15 +46,34 @@ def test_message_id_dedupes_and_header_hash_keys_messages_without_one(tmp_path: 
         SEP_PLAIN + b"From: a@x\nMessage-ID:  same@x \n\ncopy\n",
         SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:24 +0000\n\nno id one\n",
         SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nno id two\n",
-        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nsame headers: the same message\n",
+        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nsame headers, another body\n",
+        SEP_PLAIN + b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\nsame headers, another body\n",
     )
     first = import_file(db_path, path)
-    assert (first.messages_seen, first.messages_new) == (5, 3)
+    assert (first.messages_seen, first.messages_new) == (6, 4)  # the last one is the one before, again
     again = import_file(db_path, path)
-    assert (again.messages_seen, again.messages_new) == (5, 0)
-    assert counts_of(db_path) == {"a@x": 3}
+    assert (again.messages_seen, again.messages_new) == (6, 0)
+    assert counts_of(db_path) == {"a@x": 4}
     ids = sorted(row[0][:4] for row in query(db_path, "SELECT mail_id FROM seen_mails"))
-    assert ids == ["hdr:", "hdr:", "mid:"]
+    assert ids == ["hdb:", "hdb:", "hdb:", "mid:"]
+
+
+def test_header_hash_keys_of_older_imports_keep_deduplicating(tmp_path: Path, db_path: Path) -> None:
+    """An older import keyed id-less messages by their headers alone and merged two with the same headers: a
+    re-import adds exactly the one it merged, and the next adds nothing."""
+    headers = b"From: a@x\nDate: Fri, 04 Dec 2020 20:33:25 +0000\n\n"
+    path = write(tmp_path, SEP_PLAIN + headers + b"one\n", SEP_PLAIN + headers + b"two\n")
+    import_file(db_path, path)
+    with sqlite3.connect(db_path) as conn:  # as an older version stored them: one `hdr:` row, one message
+        conn.execute("DELETE FROM seen_mails WHERE rowid = (SELECT max(rowid) FROM seen_mails)")
+        conn.execute("UPDATE seen_mails SET mail_id = 'hdr:' || substr(mail_id, 5, 64)")
+        conn.execute("UPDATE senders SET mails_sent = 1")
+    conn.close()
+    assert query(db_path, "SELECT substr(mail_id, 1, 4) FROM seen_mails") == [("hdr:",)]
+    assert import_file(db_path, path).messages_new == 1
+    assert counts_of(db_path) == {"a@x": 2}
+    assert import_file(db_path, path).messages_new == 0
+    assert counts_of(db_path) == {"a@x": 2}
 
 
 def test_takeout_messages_without_message_id_are_keyed_by_their_gmail_id(tmp_path: Path, db_path: Path) -> None:
