@@ -10,14 +10,7 @@ if [ "$(id -u)" != 0 ]; then
     exec python3 -m viewer "$@"
 fi
 if [ -S "$socket" ]; then
-    provisioned=$(python3 -m viewer.provision)
-    runners=$(printf '%s\n' "$provisioned" | sed -n 1p)
-    # Runs record the host's absolute path of an import; compose passes the folder as written in .env (./imports).
-    host_imports=$(printf '%s\n' "$provisioned" | sed -n 2p)
-    if [ -n "$host_imports" ]; then
-        GMAIL_STATS_HOST_IMPORT_DIR=$host_imports
-        export GMAIL_STATS_HOST_IMPORT_DIR
-    fi
+    runners=$(python3 -m viewer.provision)
     GMAIL_STATS_RUNNER_IMPORT=${runners% *}
     GMAIL_STATS_RUNNER_SCAN=${runners#* }
     GMAIL_STATS_FILTER_SOCKET=$filter_dir/docker.sock

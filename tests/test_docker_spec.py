@@ -54,6 +54,14 @@ HARDENING = {
 }
 
 
+@pytest.mark.parametrize("named", ["./imports", "/srv/mail/imports"])
+def test_the_import_runner_names_the_import_folder_as_the_viewer_was_told(named: str) -> None:
+    """Issue #27: the runner recorded the mount's absolute path while compose told the viewer `./imports`, so the
+    page refused to resume every page-started import; both now use the words `.env` gave."""
+    spec = runner_spec(STACK, LaunchCommand.IMPORT, environment={**VIEWER_ENV, "GMAIL_STATS_HOST_IMPORT_DIR": named})
+    assert spec.environment["GMAIL_STATS_HOST_IMPORT_DIR"] == named
+
+
 def test_the_import_runner_has_no_network_no_secrets_and_no_port() -> None:
     spec = runner_spec(STACK, LaunchCommand.IMPORT, environment=VIEWER_ENV)
     assert spec == ContainerSpec(

@@ -136,7 +136,9 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
     if command is LaunchCommand.IMPORT:
         if stack.imports is not None:
             mounts.append(MountSpec(IMPORTS_DIR, stack.imports, "bind", read_only=True))
-            env["GMAIL_STATS_HOST_IMPORT_DIR"] = stack.imports
+            # The folder as the person named it (compose passes `.env`'s value, `./imports` by default): the runner
+            # records and prints paths under it, and the viewer, told the same words, finds them inside its folder.
+            env["GMAIL_STATS_HOST_IMPORT_DIR"] = environment.get("GMAIL_STATS_HOST_IMPORT_DIR") or stack.imports
     else:
         if stack.secrets is None:
             raise LaunchError("the stack names no secrets folder", hint="set GMAIL_STATS_SECRETS in .env")

@@ -83,13 +83,13 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
 def relative_to_import_dir(import_dir: Path, path: str, *, host_dir: str | None = None) -> str | None:
     """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside.
 
-    Under Docker the ingester records the host's absolute path (`host_dir` is the host's absolute path of the import
-    folder, learnt by the entrypoint from the viewer's own mount), which cannot be resolved in this container, so
-    both are normalised and compared as paths.
+    Under Docker the runner records the host's path under the folder as `.env` names it (`./imports/…` by default),
+    the same words the viewer is given as `host_dir`; it cannot be resolved in this container, so both are
+    normalised (`./imports` and `imports/` are one folder) and compared component by component, never as text.
     """
     recorded = PurePosixPath(os.path.normpath(path))
     host = PurePosixPath(os.path.normpath(host_dir)) if host_dir else None
-    if host is not None and host.is_absolute() and recorded.is_relative_to(host) and ".." not in recorded.parts:
+    if host is not None and recorded.is_relative_to(host) and ".." not in recorded.parts:
         inside = recorded.relative_to(host)
         return inside.as_posix() if inside.parts else None
     try:

@@ -96,9 +96,9 @@ def provision_runners(
     return Runners(import_name, names[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
 
 
-def provision_own_stack(client: docker.DockerClient) -> tuple[Runners, str | None]:
+def provision_own_stack(client: docker.DockerClient) -> Runners:
     """`provision_runners` for the stack of the container this runs in (found by its hostname, the container id),
-    passing on the allow-listed tuning variables of its environment; with the host's path of its import folder."""
+    passing on the allow-listed tuning variables of its environment."""
     try:
         own = client.api.inspect_container(socket.gethostname())
     except _API_ERRORS as exc:
@@ -107,7 +107,7 @@ def provision_own_stack(client: docker.DockerClient) -> tuple[Runners, str | Non
             hint="GMAIL_STATS_LAUNCHER=docker works inside the compose stack; use `process` elsewhere",
         ) from exc
     stack = stack_from_container(own)
-    return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR), stack.imports
+    return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR)
 
 
 def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:

@@ -1,8 +1,7 @@
 """`python -m viewer.provision`: the viewer entrypoint's one privileged step, before any untrusted input is read.
 
 Run as root with the engine's socket: finds this container's stack, creates its two runner containers, writes their
-names for the web process and prints them for the API filter, with the host's path of the import folder. The web
-process itself can never create a container.
+names for the web process and prints them for the API filter. The web process itself can never create a container.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ def main() -> int:
     try:
         client = connect()
         try:
-            runners, host_imports = provision_own_stack(client)
+            runners = provision_own_stack(client)
         finally:
             client.close()
     except LaunchError as exc:
@@ -26,9 +25,8 @@ def main() -> int:
     RUNNERS_FILE.write_text(runners.to_json())
     if runners.problem:
         sys.stderr.write(f"viewer-entrypoint: no scan runner: {runners.problem}\n")
-    # For the filter's allow-list; a missing scan runner is a name nothing can match. Then the host's absolute path
-    # of the import folder (compose hands the viewer `./imports` as written in .env; runs record the absolute one).
-    sys.stdout.write(f"{runners.import_name} {runners.scan_name or runners.import_name}\n{host_imports or ''}\n")
+    # For the filter's allow-list; a missing scan runner is a name nothing can match.
+    sys.stdout.write(f"{runners.import_name} {runners.scan_name or runners.import_name}\n")
     return 0
 
 
