@@ -77,9 +77,16 @@ export const REMEDIES = {
 // A cancelled run is not an error (so not an error kind): it only needs the way back.
 const CANCELLED = ["", "Resume to count the rest; what was counted is kept.", "resume"];
 
+/** The state the page shows: a row still `running` with nobody running it (`stopped_unexpectedly`, derived by the
+ * API from the free ingest lock and the exited runner; the row itself is untouched) is shown as abandoned. */
+export function shownState(run) {
+  return run.stopped_unexpectedly ? "abandoned" : run.state;
+}
+
 export function remedy(run) {
-  if (run.state === "cancelled") return CANCELLED;
-  const kind = run.state === "abandoned" ? "abandoned" : run.error_kind;
+  const runState = shownState(run);
+  if (runState === "cancelled") return CANCELLED;
+  const kind = runState === "abandoned" ? "abandoned" : run.error_kind;
   return REMEDIES[kind] || ["The run failed.", "See the error below; you can resume it.", "resume"];
 }
 

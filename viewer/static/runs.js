@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { loadLog } from "./history.js";
-import { remedy, showFailure, showMessage } from "./messages.js";
+import { remedy, shownState, showFailure, showMessage } from "./messages.js";
 import { state } from "./state.js";
 import { $, busy, button, duration, fmt, percent } from "./util.js";
 
@@ -14,7 +14,7 @@ const STATE_LABEL = {
   done: "done",
   failed: "failed",
   cancelled: "cancelled",
-  abandoned: "abandoned",
+  abandoned: "stopped unexpectedly",
 };
 const VERB = { mbox: "Import", gmail_api: "Scan", backfill: "Backfill" };
 let hooks = { poll: async () => {}, showTakeoutCard: () => {} };
@@ -117,12 +117,13 @@ export function renderProgress(status) {
 function renderPillForLast(status) {
   const pill = $("pill");
   const last = status.last_run;
-  if (!last || !stoppedEarly(last)) {
+  if (!last || (!stoppedEarly(last) && !missedSome(last))) {
     pill.classList.add("hidden");
     return;
   }
-  pill.className = `pill ${last.state}`;
-  pill.textContent = `Last run ${STATE_LABEL[last.state] || last.state}`;
+  const runState = shownState(last);
+  pill.className = `pill ${stoppedEarly(last) ? runState : "partial"}`;
+  pill.textContent = stoppedEarly(last) ? `Last run ${STATE_LABEL[runState] || runState}` : "Last run partial";
   pill.setAttribute("aria-controls", "run-banner");
 }
 
@@ -159,36 +160,77 @@ export async function cancel() {
 
 // ---- The run-state banner -----------------------------------------------------------------------------------
 
-/** A run that ended before counting everything it set out to count. */
+/** A run that ended before counting everything it set out to count (or whose ingester died under it). */
 export function stoppedEarly(run) {
-  return ["cancelled", "failed", "abandoned"].includes(run.state);
+  return ["cancelled", "failed", "abandoned"].includes(shownState(run));
+}
+
+/** A run that finished (`done`) but left mail uncounted: a scan's unfetched messages, an import's unreadable ones. */
+export function missedSome(run) {
+  return run.state === "done" && run.outcome === "partial" && (run.unfetched > 0 || run.messages_skipped > 0);
+}
+
+/** What a finished-but-partial run left out, and what completes it: [title, text, action]. */
+function missedText(run) {
+  if (run.source === "gmail_api" && run.unfetched > 0) {
+    const n = `${fmt(run.unfetched)} message${run.unfetched === 1 ? "" : "s"}`;
+    return [
+      `Scan finished, but ${n} could not be fetched — counts are partial.`,
+      "Google kept failing for them. The next scan fetches them; what was counted is kept.",
+      "again",
+    ];
+  }
+  const n = `${fmt(run.messages_skipped)} message${run.messages_skipped === 1 ? "" : "s"}`;
+  return [
+    `${VERB[run.source] || "Run"} finished, but ${n} could not be read — counts miss ${run.messages_skipped === 1 ? "it" : "them"}.`,
+    "Their warnings in Recent runs say where; a fresh Takeout export may have them whole.",
+    null,
+  ];
+}
+
+function hideBanner(banner) {
+  banner.classList.add("hidden");
+  banner.dataset.runId = "";
+  $("counts-note").classList.add("hidden");
 }
 
 export function renderBanner(status) {
   const banner = $("run-banner");
   const last = !status.active_run && !status.ingest_lock_held ? status.last_run : null;
-  if (!last || !stoppedEarly(last) || last.source === "backfill") {
-    banner.classList.add("hidden");
-    banner.dataset.runId = "";
+  if (!last || last.source === "backfill" || (!stoppedEarly(last) && !missedSome(last))) {
+    hideBanner(banner);
     return;
   }
-  const [title, text, action] = remedy(last);
-  const done = fraction(last);
-  const verb = VERB[last.source] || "Run";
+  const runState = shownState(last);
   const counted = last.messages_new > 0 || last.messages_seen > 0;
-  const where = done !== null ? ` at ${percent(done)}` : "";
-  const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[last.state];
-  const partial = counted ? " — counts are partial." : " before counting any mail.";
-  $("run-banner-title").textContent = `${verb} ${how}${where}${partial}`;
-  banner.className = `banner run-banner ${last.state}`;
-  const text1 = title ? `${title} ${text}` : text;
-  $("run-banner-text").textContent = text1;
+  let heading;
+  let body;
+  let action;
+  if (stoppedEarly(last)) {
+    const [title, text, remedyAction] = remedy(last);
+    const done = fraction(last);
+    const where = done !== null ? ` at ${percent(done)}` : "";
+    const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[runState];
+    const partial = counted ? " — counts are partial." : " before counting any mail.";
+    heading = `${VERB[last.source] || "Run"} ${how}${where}${partial}`;
+    body = title ? `${title} ${text}` : text;
+    action = remedyAction;
+  } else {
+    [heading, body, action] = missedText(last);
+  }
+  $("run-banner-title").textContent = heading;
+  banner.className = `banner run-banner ${stoppedEarly(last) ? runState : "partial"}`;
+  $("run-banner-text").textContent = body;
   $("run-banner-error").textContent = last.error || "";
-  const key = `${last.run_id}:${last.state}`;
+  // The tiles say it too: a partial total must never read as the final one.
+  const note = $("counts-note");
+  note.textContent = counted ? `Counts are partial: ${heading.split(" — ")[0].replace(/\.$/, "")}.` : "";
+  note.classList.toggle("hidden", !counted);
+  const key = `${last.run_id}:${runState}:${last.outcome}`;
   if (banner.dataset.runId !== key) {
     banner.dataset.runId = key;
     const actions = $("run-banner-actions");
-    actions.replaceChildren(...actionsFor(last, action, "primary", "run-banner-message"));
+    actions.replaceChildren(...(action ? actionsFor(last, action, "primary", "run-banner-message") : []));
   }
 }
 
