@@ -4,6 +4,7 @@
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { wireDetail } from "./detail.js";
+import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
 import { loadHistory, loadLog } from "./history.js";
@@ -116,6 +117,7 @@ function init() {
     applyTheme(next);
     store.set("theme", next);
   });
+  wireFocus();
   setRunHooks({ poll, showTakeoutCard });
   wireTable();
   wireDetail();

@@ -3,11 +3,13 @@
 
 import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
+import { equivalent, keyOf, moveFocus } from "./focus.js";
 import { failureText } from "./messages.js";
 import { $, bytes, date, el, fmt, percent } from "./util.js";
 
 const channel = new Latest();
 let opener = null;
+let openerKey = null;
 
 function fact(label, value) {
   return [el("dt", { text: label }), el("dd", { text: value })];
@@ -18,6 +20,7 @@ export async function openDetail({ kind, row, totalMessages }) {
   const table = await import("./table.js");
   const dialog = $("detail");
   opener = document.activeElement;
+  openerKey = opener && opener !== document.body ? keyOf(opener) : null;
   const isSender = kind === "sender";
   const name = isSender ? row.display_name || row.sender || "(no sender)" : row.domain || "(no domain)";
   $("detail-title").textContent = name;
@@ -71,6 +74,8 @@ export function wireDetail() {
     if (event.target === dialog) dialog.close(); // a click on the backdrop
   });
   dialog.addEventListener("close", () => {
+    // A live run may have redrawn the table meanwhile: then its new copy of the opener takes the focus.
     if (opener && document.contains(opener)) opener.focus();
+    else if (openerKey) moveFocus(equivalent(openerKey), { scroll: false });
   });
 }

@@ -2,6 +2,7 @@
 // the page-wide connection notice, and the remedy text for each error kind.
 
 import { ApiFailure } from "./api.js";
+import { announce } from "./focus.js";
 import { $, el, richText } from "./util.js";
 
 /** Shows `text` in the message slot `slotId` (beside the button that failed) until dismissed or replaced. */
@@ -41,6 +42,7 @@ export function notice(text, kind = "warn") {
     return;
   }
   richText(box, text);
+  if (kind === "error") announce(box.textContent, { assertive: true });
   box.classList.toggle("error", kind === "error");
   box.classList.remove("hidden");
 }

@@ -2,6 +2,7 @@
 // launch/cancel/resume actions with their busy states and messages (history.js lists past runs).
 
 import { api } from "./api.js";
+import { announce } from "./focus.js";
 import { loadLog } from "./history.js";
 import { remedy, shownState, showFailure, showMessage } from "./messages.js";
 import { state } from "./state.js";
@@ -49,7 +50,7 @@ export function renderProgress(status) {
   if (!run && !status.ingest_lock_held) {
     panel.classList.add("hidden");
     state.cancelling = null;
-    $("progress-cancel").disabled = false;
+    $("progress-cancel").removeAttribute("aria-disabled");
     renderPillForLast(status);
     return;
   }
@@ -81,6 +82,8 @@ export function renderProgress(status) {
     bar.setAttribute("aria-valuenow", String(Math.round(done * 100)));
     const eta = status.eta_seconds !== null && status.eta_seconds !== undefined ? ` · about ${duration(status.eta_seconds)} left` : "";
     $("progress-eta").textContent = `${Math.floor(done * 100)}%${eta}`;
+    // Politely, in tens: a screen reader hears the run advance without a number every second.
+    announce(`${SOURCE_LABEL[run.source] || run.source} ${Math.floor(done * 10) * 10}% done`);
   } else {
     bar.className = "bar indeterminate";
     fill.style.width = "";
@@ -102,7 +105,9 @@ export function renderProgress(status) {
 
   const cancel = $("progress-cancel");
   cancel.classList.toggle("hidden", !owned);
-  cancel.disabled = cancelling;
+  // aria-disabled, not disabled: the button keeps keyboard focus while the run winds down.
+  if (cancelling) cancel.setAttribute("aria-disabled", "true");
+  else cancel.removeAttribute("aria-disabled");
   cancel.textContent = cancelling ? "Cancelling…" : "Cancel";
   cancel.dataset.runId = String(run.run_id);
   $("progress-log").classList.toggle("hidden", !owned);
@@ -140,9 +145,10 @@ function safeConsentUrl(raw) {
 export async function cancel() {
   const node = $("progress-cancel");
   const runId = Number(node.dataset.runId);
-  // Disabled at once and labelled until the run really ends: a second click can do nothing useful.
+  if (state.cancelling === runId) return; // asked already: a second press can do nothing useful
+  // Disabled at once and labelled until the run really ends.
   state.cancelling = runId;
-  node.disabled = true;
+  node.setAttribute("aria-disabled", "true");
   node.textContent = "Cancelling…";
   setChip($("progress-chip"), "cancelling", "cancelling…");
   try {
@@ -150,7 +156,7 @@ export async function cancel() {
     showMessage("progress-message", "Cancelling: the ingester saves what it counted, then stops.", "info");
   } catch (err) {
     state.cancelling = null;
-    node.disabled = false;
+    node.removeAttribute("aria-disabled");
     node.textContent = "Cancel";
     showFailure("progress-message", err);
   }
@@ -219,6 +225,7 @@ export function renderBanner(status) {
     [heading, body, action] = missedText(last);
   }
   $("run-banner-title").textContent = heading;
+  announce(heading);
   banner.className = `banner run-banner ${stoppedEarly(last) ? runState : "partial"}`;
   $("run-banner-text").textContent = body;
   $("run-banner-error").textContent = last.error || "";
@@ -254,6 +261,7 @@ function startAgainButton(run, kind, slot) {
 
 /** Starts an ingester; the button shows it is working, and a failure stays beside it until dismissed. */
 export async function launch(body, node, slot) {
+  if (node && (node.dataset.busy || node.disabled)) return; // busy buttons keep focus, so they still get clicks
   const done = node ? busy(node, body.resume_run_id ? "Resuming…" : "Starting…") : () => {};
   $(slot).replaceChildren();
   try {

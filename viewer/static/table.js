@@ -302,6 +302,7 @@ export function setView(view) {
   }
   $("view-senders").setAttribute("aria-pressed", String(view === "senders"));
   $("view-domains").setAttribute("aria-pressed", String(view === "domains"));
+  $("table-caption").textContent = view === "domains" ? "Mail by domain" : "Mail by sender";
   $("search").placeholder = view === "domains" ? "Search domains" : "Search senders";
   // The API applies the sender filters to senders only: in the domain view only "All" and "Largest" mean anything.
   for (const b of document.querySelectorAll("button.preset")) {

@@ -80,17 +80,18 @@ export function duration(seconds) {
   return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
 }
 
-/** Marks a button busy (disabled, aria-busy, a "…" label) until the returned function is called. */
+/** Marks a button busy (aria-disabled, aria-busy, a "…" label) until the returned function is called. Not
+ * `disabled`: a disabled button drops keyboard focus to <body>; callers ignore clicks while `data-busy` is set. */
 export function busy(node, label) {
   const original = node.textContent;
-  node.disabled = true;
+  node.setAttribute("aria-disabled", "true");
   node.setAttribute("aria-busy", "true");
   node.textContent = label;
   node.dataset.busy = "1";
   return () => {
     node.removeAttribute("aria-busy");
+    node.removeAttribute("aria-disabled");
     node.textContent = original;
     delete node.dataset.busy;
-    node.disabled = false;
   };
 }
