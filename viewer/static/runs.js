@@ -80,7 +80,9 @@ export function renderProgress(status) {
     bar.className = "bar";
     fill.style.width = `${(done * 100).toFixed(1)}%`;
     bar.setAttribute("aria-valuenow", String(Math.round(done * 100)));
-    const eta = status.eta_seconds !== null && status.eta_seconds !== undefined ? ` · about ${duration(status.eta_seconds)} left` : "";
+    // The API gives an ETA only once the rate is steady, and never a rising one; the last seconds are "almost done".
+    const known = status.eta_seconds !== null && status.eta_seconds !== undefined;
+    const eta = known ? (status.eta_seconds < 5 ? " · almost done" : ` · about ${duration(status.eta_seconds)} left`) : "";
     $("progress-eta").textContent = `${Math.floor(done * 100)}%${eta}`;
     // Politely, in tens: a screen reader hears the run advance without a number every second.
     announce(`${SOURCE_LABEL[run.source] || run.source} ${Math.floor(done * 10) * 10}% done`);
@@ -208,7 +210,8 @@ export function renderBanner(status) {
     return;
   }
   const runState = shownState(last);
-  const counted = last.messages_new > 0 || last.messages_seen > 0;
+  // Only new mail makes the totals partial: a re-import that stopped before adding anything changed nothing.
+  const counted = last.messages_new > 0;
   let heading;
   let body;
   let action;
@@ -217,7 +220,7 @@ export function renderBanner(status) {
     const done = fraction(last);
     const where = done !== null ? ` at ${percent(done)}` : "";
     const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[runState];
-    const partial = counted ? " — counts are partial." : " before counting any mail.";
+    const partial = counted ? " — counts are partial." : last.messages_seen > 0 ? " before adding any new mail." : " before counting any mail.";
     heading = `${VERB[last.source] || "Run"} ${how}${where}${partial}`;
     body = title ? `${title} ${text}` : text;
     action = remedyAction;
