@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def test_the_recorded_import_gets_no_eta_until_steady_then_a_close_one_that_neve
         if left >= 5:  # the last seconds are within a commit of the end; any small number is right there
             assert 0.5 * left <= eta <= 2 * left, (at, eta, left)
     etas = [eta for _, _, eta in given]
-    assert all(b <= a for a, b in zip(etas, etas[1:], strict=False)), etas  # never rises while it advances
+    assert all(b <= a for a, b in pairwise(etas)), etas  # never rises while it advances
 
 
 def test_the_old_rule_was_many_times_too_high_at_the_start() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from shared.models import Source
 from shared.runs import Run
@@ -56,7 +57,7 @@ def estimate(commits: Sequence[Sample], *, total: int | None, now: float, previo
     if len(commits) < 2:
         return Progress(None, None)
     first, last = commits[0], commits[-1]
-    gaps = [b.at - a.at for a, b in zip(commits, commits[1:], strict=False)]
+    gaps = [b.at - a.at for a, b in pairwise(commits)]
     if now - last.at > max(STALL_FACTOR * max(gaps), STALL_SECONDS):
         return Progress(rate_per_sec=0.0, eta_seconds=None)
     span = last.at - first.at
