@@ -60,11 +60,23 @@ async function poll() {
     if (err instanceof ApiFailure && DB_PROBLEMS[err.kind]) renderDbProblem(err.kind);
     else if (err instanceof ApiFailure) notice(`${err.message}${err.hint ? ` (${err.hint})` : ""}`, err.status === 503 ? "warn" : "error");
     else notice("The viewer is not answering; retrying…", "warn");
-    state.pollDelay = Math.min(state.pollDelay * 2, 10000);
+    state.unhealthy = true;
+    // Soon enough that a viewer back from a restart is noticed within a few seconds; a database the page cannot
+    // read is not going to heal by itself that fast.
+    const ceiling = err instanceof ApiFailure && DB_PROBLEMS[err.kind] ? 10000 : 2000;
+    state.pollDelay = Math.min(state.pollDelay * 2, ceiling);
     schedule(state.pollDelay);
     return;
   }
   notice(null);
+  // Back after an outage: whatever failed meanwhile (the table, the chart, a Hide whose reload failed) is read
+  // again, so nothing stale stays on the page and every button matches what it will do.
+  const healed = state.unhealthy;
+  state.unhealthy = false;
+  if (healed) {
+    state.tableDirty = true;
+    state.lastTableRefresh = 0;
+  }
   const previous = state.status;
   state.status = status;
   setCsrf(status.csrf_token);
@@ -88,9 +100,9 @@ async function poll() {
   if (status.db === "ready" && ((state.tableDirty && due) || !state.lastPage)) {
     state.tableDirty = false;
     await loadTable();
-    if (!isActive(status) || Date.now() - lastVolumeAt > 10000 || !lastVolume) loadVolume();
+    if (healed || !isActive(status) || Date.now() - lastVolumeAt > 10000 || !lastVolume) loadVolume();
   }
-  if (!previous || changed || isActive(previous) !== isActive(status)) {
+  if (!previous || changed || healed || isActive(previous) !== isActive(status)) {
     await loadHistory();
     if (EMPTY_STATES.includes(status.db) && !isActive(status) && state.imports === null) loadImports();
   }

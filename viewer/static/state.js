@@ -28,6 +28,7 @@ export const state = {
   tableDirty: true,
   lastProgressKey: "",
   cancelling: null, // run id whose cancel was asked for, until the run ends
+  unhealthy: false, // the last status poll failed: the next success reads everything again
   nameSort: false, // the API sorts senders by shown name (`sort=name`)
 };
 

@@ -254,7 +254,7 @@ export function senderActions(s, name, { inDialog = false } = {}) {
   const hidden = state.hidden.has(s.sender);
   const toggle = el("button", { cls: "button ghost small hide-button", text: hidden ? "Unhide" : "Hide", attrs: { type: "button", "aria-label": `${hidden ? "Unhide" : "Hide"} ${name}` } });
   toggle.addEventListener("click", () => {
-    if (state.hidden.has(s.sender)) unhide(s.sender);
+    if (hidden) unhide(s.sender); // what the button says, even if a reload failed since it was drawn
     else hide(s.sender, name);
     if (inDialog) $("detail").close();
   });
