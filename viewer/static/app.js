@@ -7,7 +7,7 @@ import { wireDetail } from "./detail.js";
 import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
-import { loadHistory, loadLog } from "./history.js";
+import { loadHistory, loadLog, wireHistory } from "./history.js";
 import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
@@ -133,6 +133,7 @@ function init() {
   setRunHooks({ poll, showTakeoutCard });
   wireTable();
   wireDetail();
+  wireHistory();
 
   $("start-scan").addEventListener("click", () => launch({ source: "gmail_api" }, $("start-scan"), "scan-message"));
   $("start-import").addEventListener("click", () => launch({ source: "mbox", path: $("import-file").value }, $("start-import"), "import-message"));
@@ -141,6 +142,11 @@ function init() {
     if (state.status) renderOnboarding(state.status);
   });
   $("refresh-imports").addEventListener("click", loadImports);
+  $("close-add-mail").addEventListener("click", () => {
+    document.body.dataset.addMail = "";
+    if (state.status) renderOnboarding(state.status);
+    $("add-more").focus();
+  });
   $("add-more").addEventListener("click", () => {
     document.body.dataset.addMail = document.body.dataset.addMail === "1" ? "" : "1";
     if (state.status) renderOnboarding(state.status);
@@ -189,8 +195,11 @@ function init() {
       clearTimeout(state.pollTimer);
     }
   });
-  loadImports();
-  poll().catch((err) => showFailure("table-message", err));
+  // The first poll waits for /api/imports: it names the commands in the person's own form (`make runs` under
+  // Docker), which a database problem found by that poll quotes.
+  loadImports()
+    .then(() => poll())
+    .catch((err) => showFailure("table-message", err));
 }
 
 init();

@@ -5,7 +5,7 @@ import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { equivalent, keyOf, moveFocus } from "./focus.js";
 import { failureText } from "./messages.js";
-import { $, bytes, date, el, fmt, percent } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText } from "./util.js";
 
 const channel = new Latest();
 let opener = null;
@@ -29,7 +29,7 @@ export async function openDetail({ kind, row, totalMessages }) {
   const share = totalMessages ? row.mails_sent / totalMessages : 0;
   const facts = [
     ...fact("Messages", fmt(row.mails_sent)),
-    ...fact("Share of all mail", `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%`),
+    ...fact("Share of all mail", shareText(share)),
     ...fact("Unread", `${fmt(row.unread)} (${percent(ratio)})`),
     ...fact("Size", bytes(row.bytes)),
     ...fact("First seen", date(row.first_seen_unix)),

@@ -8,11 +8,22 @@ import { $, button, dateTime, el, fmt, percent } from "./util.js";
 
 export async function loadHistory() {
   try {
-    const body = await api("/api/runs?limit=6");
-    renderHistory(body.runs);
+    // One more than shown: whether "Show older runs" has anything to show.
+    const body = await api(`/api/runs?limit=${state.historyLimit + 1}`);
+    const more = body.runs.length > state.historyLimit;
+    renderHistory(body.runs.slice(0, state.historyLimit));
+    $("history-more").classList.toggle("hidden", !more);
+    for (const run of body.runs) if (run.source === "mbox" && run.state === "done" && run.mbox_path) state.importedPaths.add(run.mbox_path);
   } catch {
     /* the status poll reports an unreachable viewer; history simply keeps its last state */
   }
+}
+
+export function wireHistory() {
+  $("history-more").addEventListener("click", () => {
+    state.historyLimit = Math.min(state.historyLimit + 20, 99);
+    loadHistory();
+  });
 }
 
 function outcomeLabel(run) {

@@ -55,7 +55,7 @@ export const REMEDIES = {
     "takeout",
   ],
   missing_credentials: [
-    "No OAuth client file.",
+    "The OAuth client file is missing or unusable.",
     "Create a Desktop OAuth client in Google Cloud, save it as credentials.json (./secrets with Docker), then start the scan again.",
     "again",
   ],

@@ -7,7 +7,7 @@ import { openDetail } from "./detail.js";
 import { hide, unhide, wireHidden, withHidden } from "./hidden.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
-import { $, bytes, date, el, fmt, percent, store } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText, store } from "./util.js";
 
 const MOSTLY_UNREAD = 0.8;
 const channel = new Latest();
@@ -208,7 +208,7 @@ function shareCell(row, totalMessages, topCount) {
   fill.style.width = `${Math.max(2, Math.round((topCount ? row.mails_sent / topCount : 0) * 100))}%`;
   return el("td", { cls: "num col-share" }, [
     el("span", { cls: "share" }, [
-      el("span", { text: `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%` }),
+      el("span", { text: shareText(share) }),
       el("span", { cls: "share-bar", attrs: { title: "compared with the biggest row on this page" } }, [fill]),
     ]),
   ]);

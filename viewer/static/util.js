@@ -72,6 +72,13 @@ export function percent(fraction) {
   return `${Math.round(fraction * 100)}%`;
 }
 
+/** A share of all mail: "<0.01%" for the long tail, never a "0.00%" that reads as nothing. */
+export function shareText(share) {
+  if (!share) return "0%";
+  if (share < 0.0001) return "<0.01%";
+  return `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%`;
+}
+
 export function duration(seconds) {
   if (seconds === null || seconds === undefined) return "";
   const s = Math.max(0, Math.round(seconds));
