@@ -58,7 +58,7 @@ def polished(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 
 def _page(chromium: Browser, url: str, *, width: int = 1440, dark: bool = False) -> Page:
-    page, console = new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
+    page, _ = new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
     page.goto(url)
     expect(page.locator("#rows tr")).to_have_count(50)
     return page
@@ -76,8 +76,8 @@ def test_chart_axis_labels_keep_every_digit(chromium: Browser, polished: str) ->
     label = page.locator("#chart-all text.axis", has_text="250,000")
     expect(label).to_have_count(1)
     inside = page.evaluate(
-        "() => { const t = [...document.querySelectorAll('#chart-all text.axis')].find(n => n.textContent === '250,000');"
-        " return t.getBBox().x >= 0; }"
+        "() => [...document.querySelectorAll('#chart-all text.axis')]"
+        ".find((n) => n.textContent === '250,000').getBBox().x >= 0"
     )
     assert inside, "the label starts left of the chart's edge"
     page.context.close()

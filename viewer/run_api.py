@@ -149,17 +149,18 @@ def runs(
 @router.get("/imports")
 def imports(settings: SettingsDep) -> ImportsOut:
     shown, style = settings.shown_import_dir(), settings.command_style
+    db = str(settings.db.absolute())  # the viewer's own file: a pasted command fills this page
     files = [
-        ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style))
+        ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db))
         for f in list_mbox_files(settings.import_dir)
     ]
     return ImportsOut(
         import_dir=shown,
         import_dir_exists=settings.import_dir.is_dir(),
         files=files,
-        import_command=import_command(path="path/to/file.mbox", style=style),
-        scan_command=scan_command(style),
-        runs_command=runs_command(style),
+        import_command=import_command(path="path/to/file.mbox", style=style, db=db),
+        scan_command=scan_command(style, db),
+        runs_command=runs_command(style, db),
     )
 
 
