@@ -137,3 +137,30 @@ def test_older_runs_on_request_and_nothing_overflows_on_a_phone(chromium: Browse
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
         shoot(phone, f"polish-history-390-{'dark' if dark else 'light'}")
         phone.context.close()
+
+
+def test_export_says_it_is_working_and_long_addresses_keep_their_domain(chromium: Browser, polished: str) -> None:
+    page, console = new_page(chromium, width=390, timeout_ms=TIMEOUT_MS)
+    slow: list[Route] = []
+    page.route(f"{polished}/api/export.csv*", lambda route: slow.append(route))  # held until the test lets it go
+    page.goto(polished)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    link = page.locator("#export")
+    link.click()
+    expect(link).to_have_attribute("aria-busy", "true")
+    expect(link).to_have_text("Preparing CSV…")
+    for _ in range(500):  # the held request reaches the route handler when Playwright next dispatches events
+        if slow:
+            break
+        page.wait_for_timeout(20)
+    with page.expect_download() as download:
+        slow[0].fulfill(status=200, content_type="text/csv", body="sender,messages\r\na@example.com,1\r\n")
+    assert download.value.suggested_filename == "gmail-stats-senders.csv"
+    expect(link).to_have_text("Export CSV")
+    expect(link).not_to_have_attribute("aria-busy", "true")
+    # The address line of a name-first row: where it does not fit, the ellipsis takes its start, not the domain.
+    address = page.locator("#rows tr .who-address").first
+    assert address.evaluate("(n) => getComputedStyle(n).direction") == "rtl"
+    assert address.evaluate("(n) => n.textContent.endsWith('.example.com')")
+    assert console.problems == []
+    page.context.close()

@@ -12,7 +12,7 @@ import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./run
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
 import { loadTable, wireTable } from "./table.js";
-import { $, el, fmt, richText, store } from "./util.js";
+import { $, busy, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
 let lastVolume = null;
@@ -110,6 +110,29 @@ async function poll() {
   schedule(state.pollDelay);
 }
 
+/** Export CSV, fetched here so the link can say it is working: the viewer may take seconds to write 200k senders
+ * before the first byte, and a plain download link shows nothing meanwhile. */
+async function exportCsv(event) {
+  const link = $("export");
+  event.preventDefault();
+  if (link.dataset.busy) return;
+  const done = busy(link, "Preparing CSV…");
+  try {
+    const response = await fetch(link.href, { credentials: "same-origin" });
+    if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
+    const url = URL.createObjectURL(await response.blob());
+    const save = el("a", { attrs: { href: url, download: "gmail-stats-senders.csv" } });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    showFailure("table-message", err, { scroll: false });
+  } finally {
+    done();
+  }
+}
+
 function schedule(delay) {
   clearTimeout(state.pollTimer);
   if (document.hidden) return; // paused while the tab is hidden; resumes on visibilitychange
@@ -155,6 +178,7 @@ function init() {
       $("onboarding").scrollIntoView({ behavior: "smooth" });
     }
   });
+  $("export").addEventListener("click", exportCsv);
   $("progress-cancel").addEventListener("click", cancel);
   $("progress-log").addEventListener("click", () => {
     state.logOpen = !state.logOpen;

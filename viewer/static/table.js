@@ -229,7 +229,7 @@ function senderRow(s, totalMessages, topCount) {
   const secondary = addressFirst ? (s.display_name ? s.display_name : "") : s.display_name ? s.sender : "";
   const who = el("button", { cls: "who", attrs: { type: "button", "aria-haspopup": "dialog", title: `${name}: details` } }, [
     el("span", { cls: "who-name", text: primary }),
-    el("span", { cls: "who-key", text: secondary }),
+    el("span", { cls: addressFirst ? "who-key" : "who-key who-address", text: secondary }),
   ]);
   who.addEventListener("click", () => openDetail({ kind: "sender", row: s, totalMessages }));
   const cells = [el("td", { cls: "col-who" }, [who]), el("td", { cls: "num col-count", text: fmt(s.mails_sent) }), shareCell(s, totalMessages, topCount), unreadCell(s)];
