@@ -19,7 +19,7 @@ from tests.viewer_support import make_settings, mbox_bytes
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT_MS = 120_000
-MESSAGES = 400_000  # a run long enough for the steps taken while it is live
+MESSAGES = 800_000  # a run long enough for the steps taken while it is live, on a fast machine too
 
 # Installed before the page's own scripts (over the DevTools protocol, so the page's CSP stays on): samples where
 # focus is every 10 ms once armed, and counts redraws of the table body.

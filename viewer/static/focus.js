@@ -9,7 +9,7 @@ const SUCCESSORS = {
   "start-import": ["#progress-cancel", "#progress"],
   "start-scan": ["#progress-cancel", "#progress"],
   onboarding: ["#progress-cancel", "#progress", "#table-nav"],
-  "progress-cancel": ["#run-banner-actions button", "#run-banner", "#table-nav"],
+  "progress-cancel": ["#run-banner-actions button", "#run-banner", "#progress", "#table-nav"],
   progress: ["#run-banner-actions button", "#run-banner", "#table-nav"],
   "run-banner": ["#progress-cancel", "#progress", "#table-nav"],
   history: ["#progress-cancel", "#progress", "#history-list button", "#history"],

@@ -56,13 +56,16 @@ export function renderProgress(status) {
   }
   panel.classList.remove("hidden");
   if (!run) {
-    // The lock is held but the run row is not written yet (the ingester is starting or migrating).
-    $("progress-source").textContent = "Ingester starting";
-    setChip($("progress-chip"), "running", "starting");
+    // The lock is held but no run is open: the ingester is starting (or migrating), or a cancelled one has ended
+    // its run and is still shutting down. Then Cancel stays, "Cancelling…", keeping the focus it has.
+    const stopping = state.cancelling !== null;
+    $("progress-source").textContent = stopping ? "Ingester stopping" : "Ingester starting";
+    setChip($("progress-chip"), stopping ? "cancelling" : "running", stopping ? "cancelling…" : "starting");
     $("progress-bar").className = "bar indeterminate";
-    for (const id of ["progress-consent", "progress-cancel", "progress-log", "progress-elsewhere"]) $(id).classList.add("hidden");
+    for (const id of ["progress-consent", "progress-log", "progress-elsewhere"]) $(id).classList.add("hidden");
+    $("progress-cancel").classList.toggle("hidden", !stopping);
     pill.className = "pill running";
-    pill.textContent = "Starting";
+    pill.textContent = stopping ? "Stopping" : "Starting";
     return;
   }
   const owned = Boolean(run.owned);
