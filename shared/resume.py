@@ -31,20 +31,28 @@ def make_command(verb: str, **variables: str | int) -> str:
     return " ".join(["make", verb, *assignments])
 
 
-def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI) -> str:
-    """The command that imports `path`, the file as the person names it (on a Docker host: the host's path)."""
+def _cli(argv: list[str], db: str | None) -> str:
+    return shlex.join([*argv, "--db", db] if db is not None else argv)
+
+
+def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+    """The command that imports `path`, the file as the person names it (on a Docker host: the host's path).
+
+    `db` is the database to name with `--db` (the viewer's own, so a pasted command fills the page's file); the
+    `make` verbs know the stack's database, so they never take one.
+    """
     if style == CommandStyle.MAKE:
         return make_command("import", MBOX=path)
-    return shlex.join(["gmail-stats", "import", path])
+    return _cli(["gmail-stats", "import", path], db)
 
 
-def scan_command(style: CommandStyle = CommandStyle.CLI) -> str:
-    return "make scan" if style == CommandStyle.MAKE else "gmail-stats scan"
+def scan_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+    return "make scan" if style == CommandStyle.MAKE else _cli(["gmail-stats", "scan"], db)
 
 
-def runs_command(style: CommandStyle = CommandStyle.CLI) -> str:
+def runs_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
     """The command that lists the runs with their warnings and errors (what to read when the page cannot)."""
-    return "make runs" if style == CommandStyle.MAKE else "gmail-stats runs --verbose"
+    return "make runs" if style == CommandStyle.MAKE else _cli(["gmail-stats", "runs", "--verbose"], db)
 
 
 def resume_command(

@@ -17,6 +17,7 @@ from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, update_run
 from tests.net import free_port
 from viewer.app import create_app
+from viewer.launcher import Launcher
 from viewer.settings import ViewerSettings
 
 CHROMIUM = "/usr/bin/chromium"
@@ -31,10 +32,14 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 
 
 @contextmanager
-def serve(settings: ViewerSettings, *, port: int | None = None) -> Iterator[str]:
+def serve(settings: ViewerSettings, *, port: int | None = None, launcher: Launcher | None = None) -> Iterator[str]:
     """Serves `create_app(settings)` on loopback (`port`, or a free one); yields the base URL."""
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port or free_port(), log_level="warning", lifespan="on"
+        create_app(settings, launcher=launcher),
+        host="127.0.0.1",
+        port=port or free_port(),
+        log_level="warning",
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="viewer-under-test", daemon=True)

@@ -97,10 +97,10 @@ def test_an_unreadable_database_says_so_in_words(
         page, console = open_page(chromium, url, version)
         page.goto(url)
         if version == "before":
-            expect(page.locator("#notice")).to_contain_text("`gmail-stats runs --verbose`")  # Markdown shown as is
+            expect(page.locator("#notice")).to_contain_text("`gmail-stats runs --verbose --db ")  # Markdown shown as is
         else:
             expect(page.locator("#db-problem-title")).to_have_text("The database file could not be read.")
-            expect(page.locator("#db-problem-text code")).to_have_text("gmail-stats runs --verbose")
+            expect(page.locator("#db-problem-text code")).to_have_text(f"gmail-stats runs --verbose --db {db_path}")
             expect(page.locator("#db-problem-text")).not_to_contain_text("`")
             expect(page.locator("#notice")).to_be_hidden()
             # A 503 the page explains is logged by chromium as a failed resource; nothing else may be.

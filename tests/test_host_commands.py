@@ -74,21 +74,23 @@ def test_the_import_card_names_the_viewers_folder_and_the_cli_without_docker(tmp
     folder, size, mtime = _import_folder(tmp_path)
     with viewer(make_settings(tmp_path, import_dir=folder)) as client:
         body = client.get("/api/imports").json()
-    command = shlex.join(["gmail-stats", "import", f"{folder}/All mail.mbox"])
+    db = str(tmp_path / "stats.db")  # the viewer's own database, so a pasted command fills this page
+    command = shlex.join(["gmail-stats", "import", f"{folder}/All mail.mbox", "--db", db])
     assert body == {
         "import_dir": str(folder),
         "import_dir_exists": True,
         "files": [{"path": "All mail.mbox", "size": size, "mtime_unix": mtime, "command": command}],
         "unreadable_names": [],
-        "import_command": "gmail-stats import path/to/file.mbox",
-        "scan_command": "gmail-stats scan",
-        "runs_command": "gmail-stats runs --verbose",
+        "import_command": f"gmail-stats import path/to/file.mbox --db {shlex.quote(db)}",
+        "scan_command": f"gmail-stats scan --db {shlex.quote(db)}",
+        "runs_command": f"gmail-stats runs --verbose --db {shlex.quote(db)}",
     }
 
 
-@pytest.mark.parametrize(("style", "runs"), [("make", "make runs"), ("cli", "gmail-stats runs --verbose")])
+@pytest.mark.parametrize(("style", "runs"), [("make", "make runs"), ("cli", "gmail-stats runs --verbose --db DB")])
 def test_an_unreadable_database_names_the_persons_runs_command(tmp_path: Path, style: str, runs: str) -> None:
     (tmp_path / "stats.db").write_bytes(b"this is not a database" * 1000)
+    runs = runs.replace("DB", shlex.quote(str(tmp_path / "stats.db")))
     with viewer(make_settings(tmp_path, command_style=style)) as client:
         answer = client.get("/api/senders")
     assert (answer.status_code, answer.json()) == (

@@ -235,6 +235,8 @@ def test_runs_hide_private_columns_and_page(tmp_path: Path, db_path: Path) -> No
         "warnings_tail": [],
         "outcome": "complete",
         "owned": False,
+        "stopped_unexpectedly": False,
+        "unfetched": 0,
     }
     assert isinstance(body["now_unix"], int)
     assert [r.status_code for r in bad] == [422, 422]
@@ -252,7 +254,8 @@ def test_status_reports_last_run_and_a_dead_ingesters_open_row_as_history(tmp_pa
         status = client.get("/api/status").json()
     assert status["db"] == "ready"
     assert status["active_run"] is None  # no lock held: nobody is running it
-    assert status["last_run"]["run_id"] == 2 and status["last_run"]["state"] == "running"
+    assert status["last_run"]["run_id"] == 2 and status["last_run"]["state"] == "running"  # the row untouched
+    assert status["last_run"]["stopped_unexpectedly"] is True  # derived: open, and nobody holds the lock
     assert "launch_token" not in status["last_run"] and "mbox_fingerprint" not in status["last_run"]
     assert status["owns_active_run"] is False
     assert (status["rate_per_sec"], status["eta_seconds"]) == (None, None)

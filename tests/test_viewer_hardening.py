@@ -14,15 +14,18 @@ from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.lock import is_lock_held, lock_path_for
+from shared.resume import CommandStyle, runs_command
 from tests.conftest import run_cli
 from tests.viewer_support import SENDERS, csrf_headers, make_settings, mbox_bytes, seed, viewer
 from viewer.security import MAX_BODY_BYTES
 
 TOO_BIG = 2**63
-UNREADABLE = {
-    "error": "db_unreadable",
-    "message": "the database holds data the viewer cannot read; run `gmail-stats runs --verbose` in a terminal",
-}
+
+
+def _unreadable(db_path: Path, what: str = "holds data the viewer cannot read") -> dict[str, str]:
+    """The 503 body, naming the runs command with the viewer's own database."""
+    runs = runs_command(CommandStyle.CLI, str(db_path))
+    return {"error": "db_unreadable", "message": f"the database {what}; run `{runs}` in a terminal"}
 
 
 def _write(db_path: Path, *statements: str) -> None:
@@ -136,7 +139,7 @@ def test_malformed_warnings_tail_is_never_a_500(tmp_path: Path, db_path: Path, t
     for response in responses:
         assert response.status_code in (200, 404, 409, 422, 503), response.request.url
         if response.status_code == 503:
-            assert response.json() == UNREADABLE, response.request.url
+            assert response.json() == _unreadable(db_path), response.request.url
     assert senders.status_code == 200  # the stats themselves are still readable
 
 
@@ -179,10 +182,7 @@ def test_a_file_that_is_not_a_database_is_a_503(tmp_path: Path, db_path: Path) -
         responses = [client.get(url) for url in ("/api/status", "/api/senders", "/api/export.csv", "/api/runs")]
     for response in responses:
         assert response.status_code == 503, response.request.url
-        assert response.json() == {
-            "error": "db_unreadable",
-            "message": "the database could not be read; run `gmail-stats runs --verbose` in a terminal",
-        }
+        assert response.json() == _unreadable(db_path, "could not be read")
 
 
 def _corrupt_the_senders_table(db_path: Path) -> None:

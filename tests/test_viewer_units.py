@@ -11,7 +11,7 @@ from shared.runs import Run
 from viewer.cache import ResponseCache
 from viewer.security import split_host
 from viewer.settings import ViewerSettings
-from viewer.status import RateTracker
+from viewer.status import Progress, RateTracker
 
 RUN = Run(
     run_id=1, source="mbox", state="running", pid=1, started_at_unix=0, updated_at_unix=0, finished_at_unix=None,
@@ -29,13 +29,15 @@ class FakeClock:
         return self.now
 
 
-def test_import_rate_and_eta_come_from_bytes() -> None:
+def test_import_rate_and_eta_come_from_bytes_after_the_first_look() -> None:
     clock = FakeClock()
     tracker = RateTracker(clock)
-    assert tracker.observe(RUN).rate_per_sec is None  # one observation is no rate
-    clock.now += 2
-    progress = tracker.observe(replace(RUN, bytes_done=200_000, messages_seen=400))
-    assert (progress.rate_per_sec, progress.eta_seconds) == (200.0, 8.0)
+    assert tracker.observe(RUN).rate_per_sec is None  # the first look is no commit to measure from
+    for step in range(1, 6):
+        clock.now += 2
+        progress = tracker.observe(replace(RUN, bytes_done=100_000 * step, messages_seen=200 * step))
+    # Commits 2-5 (the first one after the look holds the start-up): 100 messages, 50 KB a second.
+    assert (progress.rate_per_sec, progress.eta_seconds) == (100.0, 10.0)
 
 
 def test_scan_eta_comes_from_messages_against_the_estimate_and_resets_per_run() -> None:
@@ -43,23 +45,26 @@ def test_scan_eta_comes_from_messages_against_the_estimate_and_resets_per_run() 
     tracker = RateTracker(clock)
     scan = replace(RUN, source="gmail_api", bytes_total=None, total_estimate=10_000)
     tracker.observe(scan)
-    clock.now += 4
-    assert tracker.observe(replace(scan, messages_seen=2000)).eta_seconds == 16.0
+    for step in range(1, 6):
+        clock.now += 2
+        progress = tracker.observe(replace(scan, messages_seen=1000 * step))
+    assert progress.eta_seconds == 10.0
     assert tracker.observe(replace(scan, run_id=2)).rate_per_sec is None
     assert tracker.observe(None).eta_seconds is None
 
 
-def test_a_stalled_run_decays_its_rate_and_old_observations_leave_the_window() -> None:
+def test_a_stalled_run_drops_its_eta_and_old_commits_leave_the_window() -> None:
     clock = FakeClock()
     tracker = RateTracker(clock)
     tracker.observe(RUN)
-    clock.now += 2
-    moving = replace(RUN, bytes_done=100_000, messages_seen=1000)
-    assert tracker.observe(moving).rate_per_sec == 500.0
-    clock.now += 8
-    assert tracker.observe(moving).rate_per_sec == 100.0
+    for step in range(1, 40):
+        clock.now += 2
+        moving = replace(RUN, bytes_done=10_000 * step, messages_seen=100 * step)
+        tracker.observe(moving)
+    clock.now += 1
+    assert tracker.observe(moving).rate_per_sec == 50.0
     clock.now += 60
-    assert tracker.observe(moving).rate_per_sec == 0.0
+    assert tracker.observe(moving) == Progress(0.0, None)
 
 
 def test_cache_reuses_only_the_same_version_within_the_ttl() -> None:

@@ -115,7 +115,7 @@ def create_app(
         hidden=HiddenSets(),
         index=kept_index,
     )
-    install_error_handlers(app, style=settings.command_style)
+    install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)
     app.include_router(run_api.router)
     app.include_router(gmail_api.router)

@@ -55,6 +55,11 @@ class RunControl:
         with self._state_lock:
             return self._owned.get(run.launch_token)
 
+    def runner_alive(self, run: Run) -> bool:
+        """The process or container this viewer started for `run` is still running (False if it started none)."""
+        launched = self.owns(run)
+        return launched is not None and self.launcher.is_alive(launched)
+
     def reap_due(self) -> bool:
         return time.monotonic() - self._last_reap >= _REAP_EVERY_SECONDS
 

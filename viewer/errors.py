@@ -80,9 +80,10 @@ def from_bad_contents(exc: Exception) -> ApiError:
     )
 
 
-def install_error_handlers(app: FastAPI, *, style: CommandStyle) -> None:
-    """Every error answer has the one shape; commands in messages are the person's own (`make …` under Docker)."""
-    runs = runs_command(style)
+def install_error_handlers(app: FastAPI, *, style: CommandStyle, db: str | None = None) -> None:
+    """Every error answer has the one shape; commands in messages are the person's own (`make …` under Docker,
+    else naming the viewer's database `db`)."""
+    runs = runs_command(style, db)
 
     async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)

@@ -23,6 +23,7 @@ from viewer.control import LaunchAsk, RunControl
 from viewer.deps import CacheDep, ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep
 from viewer.imports import list_mbox_files, relative_to_import_dir
 from viewer.queries import DbState
+from viewer.run_truth import stopped_unexpectedly, unfetched_by_run
 from viewer.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -47,8 +48,9 @@ router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/runs")]
 
 
-def _run_out(run: Run, control: RunControl) -> RunOut:
-    """The public shape of a run: no PID (the page never signals), the import file relative to the folder."""
+def _run_out(run: Run, control: RunControl, *, lock_held: bool, unfetched: dict[int, int]) -> RunOut:
+    """The public shape of a run: no PID (the page never signals), the import file relative to the folder, and
+    the derived facts of `viewer.run_truth` (whether it really still runs, what a partial scan left out)."""
     data = run.public_dict()
     del data["pid"]
     if run.mbox_path is not None:
@@ -56,7 +58,14 @@ def _run_out(run: Run, control: RunControl) -> RunOut:
             control.settings.import_dir, run.mbox_path, host_dir=control.settings.host_import_dir
         )
         data["mbox_path"] = inside if inside is not None else FsPath(run.mbox_path).name
-    return RunOut(**data, owned=control.owns(run) is not None)
+    # Asked of the launcher only for an open row without the lock: a rare case, so no engine call per poll.
+    runner_alive = run.is_open and not lock_held and control.runner_alive(run)
+    return RunOut(
+        **data,
+        owned=control.owns(run) is not None,
+        stopped_unexpectedly=stopped_unexpectedly(run, lock_held=lock_held, runner_alive=runner_alive),
+        unfetched=unfetched.get(run.run_id, 0),
+    )
 
 
 def is_retrying(state: str, warnings_tail: list[str]) -> bool:
@@ -89,9 +98,13 @@ async def status(state: StateDep) -> Response:
                     active = open_run(conn) if lock_held else None
                     recent = list_runs(conn, limit=2)
                     last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
+                    unfetched = unfetched_by_run(conn)
                     # Built inside the block: a malformed row is a 503 `db_unreadable`, not a 500.
-                    active_out = _run_out(active, control) if active is not None else None
-                    last_out = _run_out(last, control) if last is not None else None
+                    active_out = last_out = None
+                    if active is not None:
+                        active_out = _run_out(active, control, lock_held=lock_held, unfetched=unfetched)
+                    if last is not None:
+                        last_out = _run_out(last, control, lock_held=lock_held, unfetched=unfetched)
                 if snap.mix is not None:
                     mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
         progress = rates.observe(active)
@@ -121,10 +134,15 @@ def runs(
     database: DatabaseDep, control: ControlDep, clock: ClockDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
 ) -> RunsOut:
     out: list[RunOut] = []
+    lock_held = is_lock_held(control.settings.db)
     if database.exists():
         with database.connect() as conn:
             if database.schema_ready(conn):
-                out = [_run_out(run, control) for run in list_runs(conn, limit=limit)]
+                unfetched = unfetched_by_run(conn)
+                out = [
+                    _run_out(run, control, lock_held=lock_held, unfetched=unfetched)
+                    for run in list_runs(conn, limit=limit)
+                ]
     return RunsOut(runs=out, now_unix=int(clock()))
 
 
@@ -144,23 +162,23 @@ def _escaped_if_not_utf8(path: str) -> str | None:
 @router.get("/imports")
 def imports(settings: SettingsDep) -> ImportsOut:
     shown, style = settings.shown_import_dir(), settings.command_style
+    db = str(settings.db.absolute())  # the viewer's own file: a pasted command fills this page
     files: list[ImportFileOut] = []
     unreadable: list[str] = []
     for f in list_mbox_files(settings.import_dir):
         if (escaped := _escaped_if_not_utf8(f.path)) is not None:
             unreadable.append(escaped)
             continue
-        files.append(
-            ImportFileOut(**asdict(f), command=import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style))
-        )
+        command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db)
+        files.append(ImportFileOut(**asdict(f), command=command))
     return ImportsOut(
         import_dir=shown,
         import_dir_exists=settings.import_dir.is_dir(),
         files=files,
         unreadable_names=unreadable,
-        import_command=import_command(path="path/to/file.mbox", style=style),
-        scan_command=scan_command(style),
-        runs_command=runs_command(style),
+        import_command=import_command(path="path/to/file.mbox", style=style, db=db),
+        scan_command=scan_command(style, db),
+        runs_command=runs_command(style, db),
     )
 
 

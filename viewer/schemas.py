@@ -162,6 +162,14 @@ class RunOut(_Out):
     warnings_tail: list[str]
     outcome: str | None
     owned: bool = Field(description="started (or adopted) by this viewer, so it can cancel it and show its log")
+    stopped_unexpectedly: bool = Field(
+        default=False,
+        description="derived, the row untouched: it is still `running` but no ingester holds the ingest lock and "
+        "the runner this viewer started has exited, so it was killed or crashed; resume it to finish",
+    )
+    unfetched: int = Field(
+        default=0, description="scans: messages listed but not fetched yet (the next scan fetches them)"
+    )
 
 
 class StatusOut(_Out):

@@ -4,14 +4,15 @@
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { wireDetail } from "./detail.js";
+import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
-import { loadHistory, loadLog } from "./history.js";
+import { loadHistory, loadLog, wireHistory } from "./history.js";
 import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
 import { loadTable, wireTable } from "./table.js";
-import { $, el, fmt, richText, store } from "./util.js";
+import { $, busy, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
 let lastVolume = null;
@@ -59,11 +60,23 @@ async function poll() {
     if (err instanceof ApiFailure && DB_PROBLEMS[err.kind]) renderDbProblem(err.kind);
     else if (err instanceof ApiFailure) notice(`${err.message}${err.hint ? ` (${err.hint})` : ""}`, err.status === 503 ? "warn" : "error");
     else notice("The viewer is not answering; retrying…", "warn");
-    state.pollDelay = Math.min(state.pollDelay * 2, 10000);
+    state.unhealthy = true;
+    // Soon enough that a viewer back from a restart is noticed within a few seconds; a database the page cannot
+    // read is not going to heal by itself that fast.
+    const ceiling = err instanceof ApiFailure && DB_PROBLEMS[err.kind] ? 10000 : 2000;
+    state.pollDelay = Math.min(state.pollDelay * 2, ceiling);
     schedule(state.pollDelay);
     return;
   }
   notice(null);
+  // Back after an outage: whatever failed meanwhile (the table, the chart, a Hide whose reload failed) is read
+  // again, so nothing stale stays on the page and every button matches what it will do.
+  const healed = state.unhealthy;
+  state.unhealthy = false;
+  if (healed) {
+    state.tableDirty = true;
+    state.lastTableRefresh = 0;
+  }
   const previous = state.status;
   state.status = status;
   setCsrf(status.csrf_token);
@@ -87,14 +100,37 @@ async function poll() {
   if (status.db === "ready" && ((state.tableDirty && due) || !state.lastPage)) {
     state.tableDirty = false;
     await loadTable();
-    if (!isActive(status) || Date.now() - lastVolumeAt > 10000 || !lastVolume) loadVolume();
+    if (healed || !isActive(status) || Date.now() - lastVolumeAt > 10000 || !lastVolume) loadVolume();
   }
-  if (!previous || changed || isActive(previous) !== isActive(status)) {
+  if (!previous || changed || healed || isActive(previous) !== isActive(status)) {
     await loadHistory();
     if (EMPTY_STATES.includes(status.db) && !isActive(status) && state.imports === null) loadImports();
   }
   state.pollDelay = isActive(status) ? 1000 : Math.min(Math.max(state.pollDelay * 2, 2000), 10000);
   schedule(state.pollDelay);
+}
+
+/** Export CSV, fetched here so the link can say it is working: the viewer may take seconds to write 200k senders
+ * before the first byte, and a plain download link shows nothing meanwhile. */
+async function exportCsv(event) {
+  const link = $("export");
+  event.preventDefault();
+  if (link.dataset.busy) return;
+  const done = busy(link, "Preparing CSV…");
+  try {
+    const response = await fetch(link.href, { credentials: "same-origin" });
+    if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
+    const url = URL.createObjectURL(await response.blob());
+    const save = el("a", { attrs: { href: url, download: "gmail-stats-senders.csv" } });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    showFailure("table-message", err, { scroll: false });
+  } finally {
+    done();
+  }
 }
 
 function schedule(delay) {
@@ -116,9 +152,11 @@ function init() {
     applyTheme(next);
     store.set("theme", next);
   });
+  wireFocus();
   setRunHooks({ poll, showTakeoutCard });
   wireTable();
   wireDetail();
+  wireHistory();
 
   $("start-scan").addEventListener("click", () => launch({ source: "gmail_api" }, $("start-scan"), "scan-message"));
   $("start-import").addEventListener("click", () => launch({ source: "mbox", path: $("import-file").value }, $("start-import"), "import-message"));
@@ -127,6 +165,11 @@ function init() {
     if (state.status) renderOnboarding(state.status);
   });
   $("refresh-imports").addEventListener("click", loadImports);
+  $("close-add-mail").addEventListener("click", () => {
+    document.body.dataset.addMail = "";
+    if (state.status) renderOnboarding(state.status);
+    $("add-more").focus();
+  });
   $("add-more").addEventListener("click", () => {
     document.body.dataset.addMail = document.body.dataset.addMail === "1" ? "" : "1";
     if (state.status) renderOnboarding(state.status);
@@ -135,6 +178,7 @@ function init() {
       $("onboarding").scrollIntoView({ behavior: "smooth" });
     }
   });
+  $("export").addEventListener("click", exportCsv);
   $("progress-cancel").addEventListener("click", cancel);
   $("progress-log").addEventListener("click", () => {
     state.logOpen = !state.logOpen;
@@ -175,8 +219,11 @@ function init() {
       clearTimeout(state.pollTimer);
     }
   });
-  loadImports();
-  poll().catch((err) => showFailure("table-message", err));
+  // The first poll waits for /api/imports: it names the commands in the person's own form (`make runs` under
+  // Docker), which a database problem found by that poll quotes.
+  loadImports()
+    .then(() => poll())
+    .catch((err) => showFailure("table-message", err));
 }
 
 init();

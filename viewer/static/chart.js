@@ -57,7 +57,9 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
     return;
   }
   const max = niceMax(Math.max(...months.map((m) => m.messages)));
-  const plotW = width - PAD.left - PAD.right;
+  // Room for the longest axis label ("250,000"), so no label loses its first digits past the edge.
+  const left = Math.max(PAD.left, 14 + fmt(max).length * 7);
+  const plotW = width - left - PAD.right;
   const plotH = HEIGHT - PAD.top - PAD.bottom;
   const slot = plotW / months.length;
   const barW = Math.max(1, slot * 0.8);
@@ -71,15 +73,15 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
   });
   for (const fraction of [0, 0.5, 1]) {
     const y = PAD.top + plotH * (1 - fraction);
-    root.append(svg("line", { class: "grid", x1: PAD.left, x2: width - PAD.right, y1: y, y2: y }));
+    root.append(svg("line", { class: "grid", x1: left, x2: width - PAD.right, y1: y, y2: y }));
     // Messages come whole: a middle line that would read "2.5" keeps its line but not its label.
-    if (Number.isInteger(max * fraction)) root.append(svg("text", { class: "axis", x: PAD.left - 6, y: y + 4, "text-anchor": "end" }, fmt(max * fraction)));
+    if (Number.isInteger(max * fraction)) root.append(svg("text", { class: "axis", x: left - 6, y: y + 4, "text-anchor": "end" }, fmt(max * fraction)));
   }
   months.forEach((m, i) => {
     const h = (m.messages / max) * plotH;
     const bar = svg("rect", {
       class: "bar-rect",
-      x: PAD.left + i * slot + (slot - barW) / 2,
+      x: left + i * slot + (slot - barW) / 2,
       y: PAD.top + plotH - h,
       width: barW,
       height: Math.max(h, m.messages ? 1 : 0),
@@ -95,7 +97,7 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
     if (!(m.month.endsWith("-01") || i === 0)) return;
     shown += 1;
     if ((shown - 1) % every) return;
-    const x = PAD.left + i * slot;
+    const x = left + i * slot;
     root.append(svg("text", { class: "axis", x, y: HEIGHT - 6, "text-anchor": "start" }, m.month.slice(0, 4)));
   });
   const table = el("table", { cls: "visually-hidden" }, [

@@ -4,11 +4,13 @@
 import { ApiFailure, Latest } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { gmailButton, inAccount } from "./gmail.js";
+import { equivalent, keyOf, moveFocus } from "./focus.js";
 import { failureText } from "./messages.js";
-import { $, bytes, date, el, fmt, percent } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText } from "./util.js";
 
 const channel = new Latest();
 let opener = null;
+let openerKey = null;
 
 function unsubscribeFact(row) {
   if (!row.unsubscribe_url) return "none offered";
@@ -25,6 +27,7 @@ export async function openDetail({ kind, row, totalMessages }) {
   const table = await import("./table.js");
   const dialog = $("detail");
   opener = document.activeElement;
+  openerKey = opener && opener !== document.body ? keyOf(opener) : null;
   const isSender = kind === "sender";
   const name = isSender ? row.display_name || row.sender || "(no sender)" : row.domain || "(no domain)";
   $("detail-title").textContent = name;
@@ -33,7 +36,7 @@ export async function openDetail({ kind, row, totalMessages }) {
   const share = totalMessages ? row.mails_sent / totalMessages : 0;
   const facts = [
     ...fact("Messages", fmt(row.mails_sent)),
-    ...fact("Share of all mail", `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%`),
+    ...fact("Share of all mail", shareText(share)),
     ...fact("Unread", `${fmt(row.unread)} (${percent(ratio)})`),
     ...fact("Size", bytes(row.bytes)),
     ...fact("First seen", date(row.first_seen_unix)),
@@ -81,6 +84,8 @@ export function wireDetail() {
     if (event.target === dialog) dialog.close(); // a click on the backdrop
   });
   dialog.addEventListener("close", () => {
+    // A live run may have redrawn the table meanwhile: then its new copy of the opener takes the focus.
     if (opener && document.contains(opener)) opener.focus();
+    else if (openerKey) moveFocus(equivalent(openerKey), { scroll: false });
   });
 }

@@ -1,23 +1,38 @@
 // The run history: what each recent run did, its warnings, its log, and the one action that still helps.
 
 import { api } from "./api.js";
-import { remedy } from "./messages.js";
-import { actionsFor, fraction, SOURCE_LABEL, setChip, stoppedEarly } from "./runs.js";
+import { remedy, shownState } from "./messages.js";
+import { actionsFor, fraction, missedSome, SOURCE_LABEL, setChip, stoppedEarly } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { $, button, dateTime, el, fmt, percent } from "./util.js";
 
 export async function loadHistory() {
   try {
-    const body = await api("/api/runs?limit=6");
-    renderHistory(body.runs);
+    // One more than shown: whether "Show older runs" has anything to show.
+    const body = await api(`/api/runs?limit=${state.historyLimit + 1}`);
+    const more = body.runs.length > state.historyLimit;
+    renderHistory(body.runs.slice(0, state.historyLimit));
+    $("history-more").classList.toggle("hidden", !more);
+    for (const run of body.runs) if (run.source === "mbox" && run.state === "done" && run.mbox_path) state.importedPaths.add(run.mbox_path);
   } catch {
     /* the status poll reports an unreachable viewer; history simply keeps its last state */
   }
 }
 
+export function wireHistory() {
+  $("history-more").addEventListener("click", () => {
+    state.historyLimit = Math.min(state.historyLimit + 20, 99);
+    loadHistory();
+  });
+}
+
 function outcomeLabel(run) {
-  if (run.state === "running" || run.state === "awaiting_auth") return "in progress";
-  if (run.state === "done") return run.outcome === "complete" ? "complete" : `finished with ${fmt(run.warnings_count)} warning${run.warnings_count === 1 ? "" : "s"}`;
+  const runState = shownState(run);
+  if (runState === "running" || runState === "awaiting_auth") return "in progress";
+  if (runState === "done" && missedSome(run)) {
+    return run.source === "gmail_api" && run.unfetched > 0 ? `partial: ${fmt(run.unfetched)} not fetched yet` : `partial: ${fmt(run.messages_skipped)} unreadable`;
+  }
+  if (runState === "done") return run.outcome === "complete" ? "complete" : `finished with ${fmt(run.warnings_count)} warning${run.warnings_count === 1 ? "" : "s"}`;
   if (run.messages_new === 0 && run.messages_seen === 0) return "nothing counted";
   const done = fraction(run);
   return `partial${done !== null ? `: stopped at ${percent(done)}` : ""}`;
@@ -50,7 +65,7 @@ function renderHistory(runs) {
   const superseded = new Set(); // source+file of a newer run: resuming an older one would only repeat it
   const items = runs.map((run) => {
     const chip = el("span");
-    setChip(chip, run.state);
+    setChip(chip, missedSome(run) ? "partial" : shownState(run));
     const head = el("div", { cls: "run-head" }, [el("span", { cls: "run-title", text: `${SOURCE_LABEL[run.source] || run.source} #${run.run_id}` }), chip]);
     const when = run.finished_at_unix || run.updated_at_unix;
     const children = [

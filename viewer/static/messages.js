@@ -2,6 +2,7 @@
 // the page-wide connection notice, and the remedy text for each error kind.
 
 import { ApiFailure } from "./api.js";
+import { announce } from "./focus.js";
 import { $, el, richText } from "./util.js";
 
 /** Shows `text` in the message slot `slotId` (beside the button that failed) until dismissed or replaced. */
@@ -41,6 +42,7 @@ export function notice(text, kind = "warn") {
     return;
   }
   richText(box, text);
+  if (kind === "error") announce(box.textContent, { assertive: true });
   box.classList.toggle("error", kind === "error");
   box.classList.remove("hidden");
 }
@@ -53,7 +55,7 @@ export const REMEDIES = {
     "takeout",
   ],
   missing_credentials: [
-    "No OAuth client file.",
+    "The OAuth client file is missing or unusable.",
     "Create a Desktop OAuth client in Google Cloud, save it as credentials.json (./secrets with Docker), then start the scan again.",
     "again",
   ],
@@ -77,9 +79,16 @@ export const REMEDIES = {
 // A cancelled run is not an error (so not an error kind): it only needs the way back.
 const CANCELLED = ["", "Resume to count the rest; what was counted is kept.", "resume"];
 
+/** The state the page shows: a row still `running` with nobody running it (`stopped_unexpectedly`, derived by the
+ * API from the free ingest lock and the exited runner; the row itself is untouched) is shown as abandoned. */
+export function shownState(run) {
+  return run.stopped_unexpectedly ? "abandoned" : run.state;
+}
+
 export function remedy(run) {
-  if (run.state === "cancelled") return CANCELLED;
-  const kind = run.state === "abandoned" ? "abandoned" : run.error_kind;
+  const runState = shownState(run);
+  if (runState === "cancelled") return CANCELLED;
+  const kind = runState === "abandoned" ? "abandoned" : run.error_kind;
   return REMEDIES[kind] || ["The run failed.", "See the error below; you can resume it.", "resume"];
 }
 

@@ -46,6 +46,11 @@ export async function loadImports() {
   const previous = select.value;
   select.replaceChildren(...body.files.map((file) => el("option", { text: `${file.path} (${bytes(file.size)})`, attrs: { value: file.path } })));
   if (body.files.some((f) => f.path === previous)) select.value = previous;
+  else {
+    // Offer a file not imported yet first: re-importing one only re-reads it.
+    const fresh = body.files.find((f) => !state.importedPaths.has(f.path));
+    if (fresh) select.value = fresh.path;
+  }
   select.disabled = body.files.length === 0;
   const empty = $("import-empty");
   empty.classList.toggle("hidden", body.files.length > 0);

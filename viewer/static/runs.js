@@ -2,8 +2,9 @@
 // launch/cancel/resume actions with their busy states and messages (history.js lists past runs).
 
 import { api } from "./api.js";
+import { announce } from "./focus.js";
 import { loadLog } from "./history.js";
-import { remedy, showFailure, showMessage } from "./messages.js";
+import { remedy, shownState, showFailure, showMessage } from "./messages.js";
 import { state } from "./state.js";
 import { $, busy, button, duration, fmt, percent } from "./util.js";
 
@@ -14,7 +15,7 @@ const STATE_LABEL = {
   done: "done",
   failed: "failed",
   cancelled: "cancelled",
-  abandoned: "abandoned",
+  abandoned: "stopped unexpectedly",
 };
 const VERB = { mbox: "Import", gmail_api: "Scan", backfill: "Backfill" };
 let hooks = { poll: async () => {}, showTakeoutCard: () => {} };
@@ -49,19 +50,22 @@ export function renderProgress(status) {
   if (!run && !status.ingest_lock_held) {
     panel.classList.add("hidden");
     state.cancelling = null;
-    $("progress-cancel").disabled = false;
+    $("progress-cancel").removeAttribute("aria-disabled");
     renderPillForLast(status);
     return;
   }
   panel.classList.remove("hidden");
   if (!run) {
-    // The lock is held but the run row is not written yet (the ingester is starting or migrating).
-    $("progress-source").textContent = "Ingester starting";
-    setChip($("progress-chip"), "running", "starting");
+    // The lock is held but no run is open: the ingester is starting (or migrating), or a cancelled one has ended
+    // its run and is still shutting down. Then Cancel stays, "Cancelling…", keeping the focus it has.
+    const stopping = state.cancelling !== null;
+    $("progress-source").textContent = stopping ? "Ingester stopping" : "Ingester starting";
+    setChip($("progress-chip"), stopping ? "cancelling" : "running", stopping ? "cancelling…" : "starting");
     $("progress-bar").className = "bar indeterminate";
-    for (const id of ["progress-consent", "progress-cancel", "progress-log", "progress-elsewhere"]) $(id).classList.add("hidden");
+    for (const id of ["progress-consent", "progress-log", "progress-elsewhere"]) $(id).classList.add("hidden");
+    $("progress-cancel").classList.toggle("hidden", !stopping);
     pill.className = "pill running";
-    pill.textContent = "Starting";
+    pill.textContent = stopping ? "Stopping" : "Starting";
     return;
   }
   const owned = Boolean(run.owned);
@@ -79,8 +83,12 @@ export function renderProgress(status) {
     bar.className = "bar";
     fill.style.width = `${(done * 100).toFixed(1)}%`;
     bar.setAttribute("aria-valuenow", String(Math.round(done * 100)));
-    const eta = status.eta_seconds !== null && status.eta_seconds !== undefined ? ` · about ${duration(status.eta_seconds)} left` : "";
+    // The API gives an ETA only once the rate is steady, and never a rising one; the last seconds are "almost done".
+    const known = status.eta_seconds !== null && status.eta_seconds !== undefined;
+    const eta = known ? (status.eta_seconds < 5 ? " · almost done" : ` · about ${duration(status.eta_seconds)} left`) : "";
     $("progress-eta").textContent = `${Math.floor(done * 100)}%${eta}`;
+    // Politely, in tens: a screen reader hears the run advance without a number every second.
+    announce(`${SOURCE_LABEL[run.source] || run.source} ${Math.floor(done * 10) * 10}% done`);
   } else {
     bar.className = "bar indeterminate";
     fill.style.width = "";
@@ -102,7 +110,9 @@ export function renderProgress(status) {
 
   const cancel = $("progress-cancel");
   cancel.classList.toggle("hidden", !owned);
-  cancel.disabled = cancelling;
+  // aria-disabled, not disabled: the button keeps keyboard focus while the run winds down.
+  if (cancelling) cancel.setAttribute("aria-disabled", "true");
+  else cancel.removeAttribute("aria-disabled");
   cancel.textContent = cancelling ? "Cancelling…" : "Cancel";
   cancel.dataset.runId = String(run.run_id);
   $("progress-log").classList.toggle("hidden", !owned);
@@ -117,12 +127,13 @@ export function renderProgress(status) {
 function renderPillForLast(status) {
   const pill = $("pill");
   const last = status.last_run;
-  if (!last || !stoppedEarly(last)) {
+  if (!last || (!stoppedEarly(last) && !missedSome(last))) {
     pill.classList.add("hidden");
     return;
   }
-  pill.className = `pill ${last.state}`;
-  pill.textContent = `Last run ${STATE_LABEL[last.state] || last.state}`;
+  const runState = shownState(last);
+  pill.className = `pill ${stoppedEarly(last) ? runState : "partial"}`;
+  pill.textContent = stoppedEarly(last) ? `Last run ${STATE_LABEL[runState] || runState}` : "Last run partial";
   pill.setAttribute("aria-controls", "run-banner");
 }
 
@@ -139,9 +150,10 @@ function safeConsentUrl(raw) {
 export async function cancel() {
   const node = $("progress-cancel");
   const runId = Number(node.dataset.runId);
-  // Disabled at once and labelled until the run really ends: a second click can do nothing useful.
+  if (state.cancelling === runId) return; // asked already: a second press can do nothing useful
+  // Disabled at once and labelled until the run really ends.
   state.cancelling = runId;
-  node.disabled = true;
+  node.setAttribute("aria-disabled", "true");
   node.textContent = "Cancelling…";
   setChip($("progress-chip"), "cancelling", "cancelling…");
   try {
@@ -149,7 +161,7 @@ export async function cancel() {
     showMessage("progress-message", "Cancelling: the ingester saves what it counted, then stops.", "info");
   } catch (err) {
     state.cancelling = null;
-    node.disabled = false;
+    node.removeAttribute("aria-disabled");
     node.textContent = "Cancel";
     showFailure("progress-message", err);
   }
@@ -159,36 +171,79 @@ export async function cancel() {
 
 // ---- The run-state banner -----------------------------------------------------------------------------------
 
-/** A run that ended before counting everything it set out to count. */
+/** A run that ended before counting everything it set out to count (or whose ingester died under it). */
 export function stoppedEarly(run) {
-  return ["cancelled", "failed", "abandoned"].includes(run.state);
+  return ["cancelled", "failed", "abandoned"].includes(shownState(run));
+}
+
+/** A run that finished (`done`) but left mail uncounted: a scan's unfetched messages, an import's unreadable ones. */
+export function missedSome(run) {
+  return run.state === "done" && run.outcome === "partial" && (run.unfetched > 0 || run.messages_skipped > 0);
+}
+
+/** What a finished-but-partial run left out, and what completes it: [title, text, action]. */
+function missedText(run) {
+  if (run.source === "gmail_api" && run.unfetched > 0) {
+    const n = `${fmt(run.unfetched)} message${run.unfetched === 1 ? "" : "s"}`;
+    return [
+      `Scan finished, but ${n} could not be fetched — counts are partial.`,
+      "Google kept failing for them. The next scan fetches them; what was counted is kept.",
+      "again",
+    ];
+  }
+  const n = `${fmt(run.messages_skipped)} message${run.messages_skipped === 1 ? "" : "s"}`;
+  return [
+    `${VERB[run.source] || "Run"} finished, but ${n} could not be read — counts miss ${run.messages_skipped === 1 ? "it" : "them"}.`,
+    "Their warnings in Recent runs say where; a fresh Takeout export may have them whole.",
+    null,
+  ];
+}
+
+function hideBanner(banner) {
+  banner.classList.add("hidden");
+  banner.dataset.runId = "";
+  $("counts-note").classList.add("hidden");
 }
 
 export function renderBanner(status) {
   const banner = $("run-banner");
   const last = !status.active_run && !status.ingest_lock_held ? status.last_run : null;
-  if (!last || !stoppedEarly(last) || last.source === "backfill") {
-    banner.classList.add("hidden");
-    banner.dataset.runId = "";
+  if (!last || last.source === "backfill" || (!stoppedEarly(last) && !missedSome(last))) {
+    hideBanner(banner);
     return;
   }
-  const [title, text, action] = remedy(last);
-  const done = fraction(last);
-  const verb = VERB[last.source] || "Run";
-  const counted = last.messages_new > 0 || last.messages_seen > 0;
-  const where = done !== null ? ` at ${percent(done)}` : "";
-  const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[last.state];
-  const partial = counted ? " — counts are partial." : " before counting any mail.";
-  $("run-banner-title").textContent = `${verb} ${how}${where}${partial}`;
-  banner.className = `banner run-banner ${last.state}`;
-  const text1 = title ? `${title} ${text}` : text;
-  $("run-banner-text").textContent = text1;
+  const runState = shownState(last);
+  // Only new mail makes the totals partial: a re-import that stopped before adding anything changed nothing.
+  const counted = last.messages_new > 0;
+  let heading;
+  let body;
+  let action;
+  if (stoppedEarly(last)) {
+    const [title, text, remedyAction] = remedy(last);
+    const done = fraction(last);
+    const where = done !== null ? ` at ${percent(done)}` : "";
+    const how = { cancelled: "stopped", failed: "failed", abandoned: "stopped unexpectedly" }[runState];
+    const partial = counted ? " — counts are partial." : last.messages_seen > 0 ? " before adding any new mail." : " before counting any mail.";
+    heading = `${VERB[last.source] || "Run"} ${how}${where}${partial}`;
+    body = title ? `${title} ${text}` : text;
+    action = remedyAction;
+  } else {
+    [heading, body, action] = missedText(last);
+  }
+  $("run-banner-title").textContent = heading;
+  announce(heading);
+  banner.className = `banner run-banner ${stoppedEarly(last) ? runState : "partial"}`;
+  $("run-banner-text").textContent = body;
   $("run-banner-error").textContent = last.error || "";
-  const key = `${last.run_id}:${last.state}`;
+  // The tiles say it too: a partial total must never read as the final one.
+  const note = $("counts-note");
+  note.textContent = counted ? `Counts are partial: ${heading.split(" — ")[0].replace(/\.$/, "")}.` : "";
+  note.classList.toggle("hidden", !counted);
+  const key = `${last.run_id}:${runState}:${last.outcome}`;
   if (banner.dataset.runId !== key) {
     banner.dataset.runId = key;
     const actions = $("run-banner-actions");
-    actions.replaceChildren(...actionsFor(last, action, "primary", "run-banner-message"));
+    actions.replaceChildren(...(action ? actionsFor(last, action, "primary", "run-banner-message") : []));
   }
 }
 
@@ -212,6 +267,7 @@ function startAgainButton(run, kind, slot) {
 
 /** Starts an ingester; the button shows it is working, and a failure stays beside it until dismissed. */
 export async function launch(body, node, slot) {
+  if (node && (node.dataset.busy || node.disabled)) return; // busy buttons keep focus, so they still get clicks
   const done = node ? busy(node, body.resume_run_id ? "Resuming…" : "Starting…") : () => {};
   $(slot).replaceChildren();
   try {

@@ -24,7 +24,7 @@ export const state = {
   lastPage: null,
   imports: null,
   importCommand: "", // the server writes every terminal command (under Docker: `make …` with host paths)
-  runsCommand: "gmail-stats runs --verbose", // until /api/imports answers with the server's form
+  runsCommand: "gmail-stats runs --verbose", // replaced by the server's form before the first poll
   logOpen: false,
   pollDelay: 1000,
   pollTimer: null,
@@ -32,6 +32,9 @@ export const state = {
   tableDirty: true,
   lastProgressKey: "",
   cancelling: null, // run id whose cancel was asked for, until the run ends
+  importedPaths: new Set(), // import-folder paths of finished imports in the history, for the Add mail picker
+  historyLimit: 6, // runs shown in the history; "Show older runs" raises it
+  unhealthy: false, // the last status poll failed: the next success reads everything again
   nameSort: false, // the API sorts senders by shown name (`sort=name`)
 };
 

@@ -11,7 +11,7 @@ import { wireKeys } from "./keys.js";
 import { selectPage, syncSelection, toggleRow, wireSelection } from "./selection.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
-import { $, bytes, date, el, fmt, percent, store } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText, store } from "./util.js";
 
 const MOSTLY_UNREAD = 0.8;
 const channel = new Latest();
@@ -223,7 +223,7 @@ function shareCell(row, totalMessages, topCount) {
   fill.style.width = `${Math.max(2, Math.round((topCount ? row.mails_sent / topCount : 0) * 100))}%`;
   return el("td", { cls: "num col-share" }, [
     el("span", { cls: "share" }, [
-      el("span", { text: `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%` }),
+      el("span", { text: shareText(share) }),
       el("span", { cls: "share-bar", attrs: { title: "compared with the biggest row on this page" } }, [fill]),
     ]),
   ]);
@@ -244,7 +244,7 @@ function senderRow(s, totalMessages, topCount) {
   const secondary = addressFirst ? (s.display_name ? s.display_name : "") : s.display_name ? s.sender : "";
   const who = el("button", { cls: "who", attrs: { type: "button", "aria-haspopup": "dialog", title: `${name}: details` } }, [
     el("span", { cls: "who-name", text: primary }),
-    el("span", { cls: "who-key", text: secondary }),
+    el("span", { cls: addressFirst ? "who-key" : "who-key who-address", text: secondary }),
   ]);
   who.addEventListener("click", () => openDetail({ kind: "sender", row: s, totalMessages }));
   const box = el("input", { cls: "select-box select-row", attrs: { type: "checkbox", "aria-label": `Select ${name}` } });
@@ -280,7 +280,7 @@ export function senderActions(s, name, { inDialog = false } = {}) {
   const hidden = state.hidden.has(s.sender);
   const toggle = el("button", { cls: "button ghost small hide-button", text: hidden ? "Unhide" : "Hide", attrs: { type: "button", "aria-label": `${hidden ? "Unhide" : "Hide"} ${name}` } });
   toggle.addEventListener("click", () => {
-    if (state.hidden.has(s.sender)) unhide(s.sender);
+    if (hidden) unhide(s.sender); // what the button says, even if a reload failed since it was drawn
     else hide(s.sender, name);
     if (inDialog) $("detail").close();
   });
@@ -328,6 +328,7 @@ export function setView(view) {
   }
   $("view-senders").setAttribute("aria-pressed", String(view === "senders"));
   $("view-domains").setAttribute("aria-pressed", String(view === "domains"));
+  $("table-caption").textContent = view === "domains" ? "Mail by domain" : "Mail by sender";
   $("search").placeholder = view === "domains" ? "Search domains" : "Search senders";
   // The API applies the sender filters to senders only: in the domain view only "All" and "Largest" mean anything.
   for (const b of document.querySelectorAll("button.preset")) {

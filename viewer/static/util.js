@@ -72,6 +72,13 @@ export function percent(fraction) {
   return `${Math.round(fraction * 100)}%`;
 }
 
+/** A share of all mail: "<0.01%" for the long tail, never a "0.00%" that reads as nothing. */
+export function shareText(share) {
+  if (!share) return "0%";
+  if (share < 0.0001) return "<0.01%";
+  return `${(share * 100).toFixed(share < 0.01 ? 2 : 1)}%`;
+}
+
 export function duration(seconds) {
   if (seconds === null || seconds === undefined) return "";
   const s = Math.max(0, Math.round(seconds));
@@ -80,17 +87,18 @@ export function duration(seconds) {
   return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
 }
 
-/** Marks a button busy (disabled, aria-busy, a "…" label) until the returned function is called. */
+/** Marks a button busy (aria-disabled, aria-busy, a "…" label) until the returned function is called. Not
+ * `disabled`: a disabled button drops keyboard focus to <body>; callers ignore clicks while `data-busy` is set. */
 export function busy(node, label) {
   const original = node.textContent;
-  node.disabled = true;
+  node.setAttribute("aria-disabled", "true");
   node.setAttribute("aria-busy", "true");
   node.textContent = label;
   node.dataset.busy = "1";
   return () => {
     node.removeAttribute("aria-busy");
+    node.removeAttribute("aria-disabled");
     node.textContent = original;
     delete node.dataset.busy;
-    node.disabled = false;
   };
 }

@@ -1,0 +1,189 @@
+"""Issue 23's accessibility in Debian's chromium: keyboard-only import, cancel and resume of a real ingester with
+focus never resting on <body> (also while a live run redraws the table and after closing details during it), the
+live regions and names a screen reader needs, and axe-core (tests/axe/) finding no serious or critical violation on
+the page's screens. Screenshots `a11y-*.png` go to tests/artifacts/."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.axe_support import violations
+from tests.browser_support import new_page, serve, shoot
+from tests.importing import counts_of
+from tests.viewer_support import make_settings, mbox_bytes
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+TIMEOUT_MS = 120_000
+MESSAGES = 800_000  # a run long enough for the steps taken while it is live, on a fast machine too
+
+# Installed before the page's own scripts (over the DevTools protocol, so the page's CSP stays on): samples where
+# focus is every 10 ms once armed, and counts redraws of the table body.
+WATCH_FOCUS = """
+window.__focus = { armed: false, onBody: [], redraws: 0 };
+window.__arm = () => { window.__focus.armed = true; };
+setInterval(() => {
+  const f = window.__focus;
+  if (f.armed && (document.activeElement === document.body || document.activeElement === null)) {
+    f.onBody.push(new Date().toISOString());
+  }
+}, 10);
+document.addEventListener("DOMContentLoaded", () => {
+  const count = () => { window.__focus.redraws += 1; };
+  new MutationObserver(count).observe(document.getElementById("rows"), { childList: true });
+});
+"""
+
+
+@pytest.fixture(autouse=True)
+def _patient_expect() -> None:
+    expect.set_options(timeout=TIMEOUT_MS)
+
+
+def _tab_to(page: Page, selector: str, *, limit: int = 80, back: bool = False) -> None:
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        if page.evaluate("(s) => Boolean(document.activeElement && document.activeElement.matches(s))", selector):
+            return
+    raise AssertionError(f"{selector} not reached in {limit} Tab presses")
+
+
+def _focused(page: Page) -> str:
+    return str(page.evaluate("() => document.activeElement ? document.activeElement.outerHTML.slice(0, 120) : ''"))
+
+
+def _assert_axe_clean(page: Page, where: str) -> None:
+    found = violations(page)
+    assert found == [], f"{where}: {found}"
+
+
+def _redraws(page: Page) -> int:
+    return int(page.evaluate("() => window.__focus.redraws"))
+
+
+@pytest.fixture
+def big_import(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    (tmp_path / "imports").mkdir()
+    (tmp_path / "imports" / "big.mbox").write_bytes(mbox_bytes(MESSAGES, senders=60, tag="a11y"))
+    settings = make_settings(tmp_path)
+    with serve(settings) as url:
+        yield url, settings.db
+
+
+def test_keyboard_only_import_cancel_and_resume_never_drop_focus(
+    chromium: Browser, big_import: tuple[str, Path]
+) -> None:
+    url, db = big_import
+    page, console = new_page(chromium, timeout_ms=TIMEOUT_MS)
+    page.add_init_script(script=WATCH_FOCUS)
+    page.goto(url)
+    expect(page.locator("#import-file option")).to_have_count(1)
+    _assert_axe_clean(page, "onboarding")
+    _tab_to(page, "#start-import")
+    page.evaluate("() => window.__arm()")
+
+    # Import: the button keeps focus while busy, then the progress panel's Cancel takes it.
+    page.keyboard.press("Enter")
+    cancel = page.locator("#progress-cancel")
+    expect(cancel).to_be_focused()
+    expect(page.locator("#rows tr")).not_to_have_count(0)
+    _assert_axe_clean(page, "a live import")
+    shoot(page, "a11y-progress-focus-1440-light", full_page=False)
+
+    # The live run redraws the table: a focused row button stays focused in the new row of the same sender.
+    _tab_to(page, "#rows tr:nth-child(3) button.who")
+    sender = page.evaluate("() => document.activeElement.closest('tr').dataset.sender")
+    seen = _redraws(page)
+    page.wait_for_function("(n) => window.__focus.redraws >= n + 2", arg=seen)
+    assert page.evaluate("() => document.activeElement.matches('#rows tr button.who')"), _focused(page)
+    assert page.evaluate("() => document.activeElement.closest('tr').dataset.sender") == sender
+
+    # Details opened and closed during the run: focus comes back to that sender's row, though it was redrawn.
+    page.keyboard.press("Enter")
+    expect(page.locator("#detail")).to_be_visible()
+    seen = _redraws(page)
+    page.wait_for_function("(n) => window.__focus.redraws >= n + 1", arg=seen)
+    page.keyboard.press("Escape")
+    expect(page.locator("#detail")).to_be_hidden()
+    expect(page.locator(f"#rows tr[data-sender='{sender}'] button.who")).to_be_focused()
+
+    # Cancel: focus stays on the (now aria-disabled) button, then moves to the banner's Resume when the run ends.
+    _tab_to(page, "#progress-cancel", back=True)
+    page.keyboard.press("Enter")
+    expect(cancel).to_have_attribute("aria-disabled", "true")
+    expect(cancel).to_be_focused()
+    resume = page.locator("#run-banner").get_by_role("button", name="Resume")
+    expect(resume).to_be_focused()
+    expect(page.locator("#announce-polite")).to_have_text(
+        re.compile(r"^Import stopped at \d+% — counts are partial\.$")
+    )
+    _assert_axe_clean(page, "a cancelled import")
+    shoot(page, "a11y-banner-focus-1440-light", full_page=False)
+
+    # Resume: back to the progress panel's Cancel.
+    page.keyboard.press("Enter")
+    expect(cancel).to_be_focused()
+
+    expect(page.locator("#history-list > li").first.locator(".chip")).to_have_text("done")
+    expect(page.locator("#tile-messages")).to_have_text(f"{MESSAGES:,}")
+    assert sum(counts_of(db).values()) == MESSAGES
+    assert page.evaluate("() => document.activeElement !== document.body"), _focused(page)
+    on_body = page.evaluate("() => window.__focus.onBody")
+    assert on_body == [], f"focus rested on <body> at {on_body[:5]}"
+    assert console.problems == []
+
+
+def test_live_regions_names_and_axe_on_every_screen(chromium: Browser, filled: str) -> None:
+    page, console = new_page(chromium, timeout_ms=TIMEOUT_MS)
+    page.goto(filled)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    # Polite: the row count, the progress and the run state; assertive: errors.
+    expect(page.locator("#range")).to_have_attribute("aria-live", "polite")
+    expect(page.locator("#announce-polite")).to_have_attribute("aria-live", "polite")
+    expect(page.locator("#announce-assertive")).to_have_attribute("aria-live", "assertive")
+    expect(page.locator("#announce-polite")).to_have_text("Import stopped at 47% — counts are partial.")
+    expect(page.get_by_role("table", name="Mail by sender")).to_be_visible()
+    # Header names are their labels: the sort arrows are decoration.
+    expect(page.get_by_role("button", name="Messages", exact=True)).to_be_visible()
+    expect(page.get_by_role("columnheader", name="Messages", exact=True)).to_have_attribute("aria-sort", "descending")
+    _assert_axe_clean(page, "the table")
+    page.click("#view-domains")
+    expect(page.get_by_role("table", name="Mail by domain")).to_be_visible()
+    _assert_axe_clean(page, "the domain view")
+    page.click("#view-senders")
+    page.locator("#rows tr").first.locator("button.who").click()
+    expect(page.locator("#detail")).to_be_visible()
+    _assert_axe_clean(page, "the detail view")
+    page.keyboard.press("Escape")
+    page.click("#hidden-toggle")
+    page.click("#add-more")
+    _assert_axe_clean(page, "add mail and the hidden list")
+    page.context.close()
+    for width, dark in ((1440, True), (390, False), (390, True)):
+        small, small_console = new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
+        small.goto(filled)
+        expect(small.locator("#rows tr")).to_have_count(50)
+        _assert_axe_clean(small, f"the table at {width} px{' dark' if dark else ''}")
+        assert small_console.problems == []
+        small.context.close()
+    assert console.problems == []
+
+
+def test_axe_on_the_empty_and_the_broken_database(chromium: Browser, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    with serve(settings) as url:
+        page, console = new_page(chromium, timeout_ms=TIMEOUT_MS)
+        page.goto(url)
+        expect(page.locator("#onboarding")).to_be_visible()
+        _assert_axe_clean(page, "onboarding without an import folder")
+        page.close()
+        settings.db.write_bytes(b"this is not a database" * 100)
+        page = page.context.new_page()
+        page.goto(url)
+        expect(page.locator("#db-problem")).to_be_visible()
+        _assert_axe_clean(page, "an unreadable database")
+        assert [p for p in console.problems if "status of 503" not in p] == []
