@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.readme import replace_between_markers
-from ingester.auth import GoogleAccess
-from ingester.lifecycle import RunResult
-from ingester.report import QuietReporter
-from ingester.scan import run_scan
-from ingester.scan_types import ScanRequest, ScanTuning
-from ingester.session import ingest_session
+from ingester.gmail.auth import GoogleAccess
+from ingester.gmail.scan import run_scan
+from ingester.gmail.scan_types import ScanRequest, ScanTuning
+from ingester.runs.lifecycle import RunResult
+from ingester.runs.report import QuietReporter
+from ingester.runs.session import ingest_session
 from ingester.settings import IngesterSettings
 from shared.timeutil import system_clock
 from tests.fakes.google import COSTS
@@ -204,7 +204,7 @@ def peer_baseline(messages: int) -> dict[str, object]:
     import httplib2
     from googleapiclient.discovery import build
 
-    from ingester.auth import load_client_config, load_token_cache
+    from ingester.gmail.auth import load_client_config, load_token_cache
 
     with tempfile.TemporaryDirectory() as folder:
         fake = start_fake(Path(folder), messages, None)

@@ -23,14 +23,14 @@ from pathlib import Path
 import httpx
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.domains import registrable_domain
-from shared.migration_rollups import BACKFILL_ROLLUPS
-from shared.migration_search import SEARCH_KEY_SQL
-from shared.migrations import LATEST_VERSION, migrate
-from shared.models import search_key
-from viewer.database import Database
-from viewer.index_keeper import SETTLE_SECONDS
-from viewer.sender_index import build
+from shared.schema.migration_rollups import BACKFILL_ROLLUPS
+from shared.schema.migration_search import SEARCH_KEY_SQL
+from shared.schema.migrations import LATEST_VERSION, migrate
+from shared.schema.models import search_key
+from shared.text.domains import registrable_domain
+from viewer.query.database import Database
+from viewer.query.index_keeper import SETTLE_SECONDS
+from viewer.query.sender_index import build
 
 OUT = Path(__file__).parent / "out"
 DB = OUT / f"viewer-200k-v{LATEST_VERSION}.db"
@@ -173,7 +173,7 @@ def _heartbeat(stop: threading.Event) -> None:
 
 def _index_ready(base: str, pid: int) -> None:
     """What a person's open page leads to once the file settles: its next status poll starts the viewer reading
-    the senders into memory (`viewer.index_keeper`); waits for that, then for the viewer to go quiet (~1.5 s)."""
+    the senders into memory (`viewer.query.index_keeper`); waits for that, then for the viewer to go quiet (~1.5 s)."""
     time.sleep(SETTLE_SECONDS + 0.3)
     httpx.get(f"{base}/api/status", timeout=10).raise_for_status()
     deadline = time.monotonic() + 60
@@ -195,7 +195,7 @@ def _index_build() -> tuple[float, float]:
     database.engine.dispose()
     # `text` is not counted: `chars` is a view of it.
     parts = [getattr(index, name) for name in index.__slots__ if hasattr(getattr(index, name), "nbytes")]
-    if index.lookup is not None:  # the hidden senders' columns (`viewer.sender_lookup`), addresses included
+    if index.lookup is not None:  # the hidden senders' columns (`viewer.query.sender_lookup`), addresses included
         parts += [getattr(index.lookup, name) for name in index.lookup.__slots__]
     held = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
     held += sum(o.nbytes for o in index.orders.values())

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The viewer's entrypoint. Started as root only to (1) create the stack's two runner containers with the engine's
-# socket (`python -m viewer.provision`), (2) start the Docker API filter (HAProxy) as uid 10002 with the socket's
+# socket (`python -m viewer.launch.provision`), (2) start the Docker API filter (HAProxy) as uid 10002 with the socket's
 # group, and (3) run the web process as uid 10001 with no supplementary group, so it can reach the filter's socket
 # but never the engine's. No capabilities remain after that. Already non-root: runs the viewer as is.
 set -eu
@@ -10,7 +10,7 @@ if [ "$(id -u)" != 0 ]; then
     exec python3 -m viewer "$@"
 fi
 if [ -S "$socket" ]; then
-    runners=$(python3 -m viewer.provision)
+    runners=$(python3 -m viewer.launch.provision)
     GMAIL_STATS_RUNNER_IMPORT=${runners% *}
     GMAIL_STATS_RUNNER_SCAN=${runners#* }
     GMAIL_STATS_FILTER_SOCKET=$filter_dir/docker.sock

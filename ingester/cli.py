@@ -12,19 +12,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ingester import gmail_exports, run_request
+from ingester import gmail_exports
 from ingester.arguments import OneLineParser, count_arg, run_id_arg
-from ingester.importer import ImportRequest, check_mbox_path, run_import
-from ingester.lifecycle import RunResult
+from ingester.mbox.importer import ImportRequest, check_mbox_path, run_import
 from ingester.read_commands import export_text, runs_text, write_atomically
-from ingester.report import make_reporter
-from ingester.session import ingest_session
+from ingester.runs import run_request
+from ingester.runs.lifecycle import RunResult
+from ingester.runs.report import make_reporter
+from ingester.runs.session import ingest_session
+from ingester.runs.signals import cancel_on_signals
 from ingester.settings import IngesterSettings
-from ingester.signals import cancel_on_signals
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import GmailStatsError, UsageError
-from shared.models import RunState, Source
 from shared.resume import CommandStyle, resume_command
+from shared.schema.models import RunState, Source
 from shared.settings import flag_help
 from shared.timeutil import system_clock
 
@@ -227,10 +228,10 @@ def _print_consent_url(url: str) -> None:
 
 
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
-    from ingester.auth import GoogleAccess
-    from ingester.backfill import BackfillRequest, run_backfill
-    from ingester.scan import run_scan
-    from ingester.scan_types import ScanRequest, ScanTuning
+    from ingester.gmail.auth import GoogleAccess
+    from ingester.gmail.backfill import BackfillRequest, run_backfill
+    from ingester.gmail.scan import run_scan
+    from ingester.gmail.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
     access = GoogleAccess(

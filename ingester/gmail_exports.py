@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ingester.read_commands import open_for_reading
 from ingester.settings import IngesterSettings
+from shared.actions.gmail_filters import FilterActions, filters_file
+from shared.actions.gmail_search import Narrowing, split_links, valid_account
 from shared.errors import UsageError
-from shared.gmail_filters import FilterActions, filters_file
-from shared.gmail_search import Narrowing, split_links, valid_account
 from shared.summary import all_senders
 
 FORMATS = ("gmail-links", "gmail-filters")

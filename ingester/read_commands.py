@@ -16,15 +16,15 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from ingester.settings import IngesterSettings
-from shared.csv_cells import neutralise_record
 from shared.db import reader_engine
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import DatabaseError, UsageError
 from shared.lock import is_lock_held
-from shared.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import Run, list_runs
+from shared.schema.migrations import LATEST_VERSION, check_not_too_new, schema_version
 from shared.summary import SENDER_COLUMNS, all_senders, summary_document
+from shared.text.csv_cells import neutralise_record
 from shared.timeutil import system_clock
 
 

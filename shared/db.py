@@ -64,7 +64,7 @@ def writer_engine(db_path: Path) -> Engine:
         return sqlite3.connect(str(db_path), isolation_level=None)
 
     # One connection for the engine's life (reconnecting per transaction would checkpoint on every close), and
-    # sqlite3's own thread check left on: an engine belongs to the thread that uses it (see ingester.heartbeat).
+    # sqlite3's own thread check left on: an engine belongs to the thread that uses it (see ingester.runs.heartbeat).
     engine = create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from enum import StrEnum
 
-from shared.models import Source
+from shared.schema.models import Source
 
 
 class CommandStyle(StrEnum):

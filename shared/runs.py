@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 
 from shared.errors import ErrorKind
-from shared.models import OPEN_STATES, RunOutcome, RunState, Source, ingest_runs
+from shared.schema.models import OPEN_STATES, RunOutcome, RunState, Source, ingest_runs
 
 WARNINGS_TAIL_MAX = 50
 # Never shown outside the ingester: a page token is a credential-like cursor, the fingerprint is internal.

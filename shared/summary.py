@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from shared.models import senders
+from shared.schema.models import senders
 
 SENDER_COLUMNS = (
     "sender",

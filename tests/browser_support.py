@@ -13,11 +13,11 @@ import uvicorn
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.models import RunOutcome, RunState, Source
 from shared.runs import add_warnings, create_run, finish_run, update_run
+from shared.schema.models import RunOutcome, RunState, Source
 from tests.net import free_port
 from viewer.app import create_app
-from viewer.launcher import Launcher
+from viewer.launch.launcher import Launcher
 from viewer.settings import ViewerSettings
 
 CHROMIUM = "/usr/bin/chromium"

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser
 from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import migrate
+from shared.schema.migrations import migrate
 from tests.browser_support import browser, many_senders, seed_history, serve
 from tests.viewer_support import make_settings, seed
 

@@ -1,6 +1,6 @@
 """The Docker engine for tests marked `docker`: required under CI=true, skipped with one line elsewhere.
 
-Tests drive the engine through the `docker` CLI (only `viewer/launch_docker.py` imports the SDK) and build the
+Tests drive the engine through the `docker` CLI (only `viewer/launch/launch_docker.py` imports the SDK) and build the
 stack's image once per session, from the debootstrapped base when `.ci/docker-setup.sh` made one.
 """
 

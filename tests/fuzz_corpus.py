@@ -175,9 +175,9 @@ def _peak_rss_kb() -> int:
 
 
 def main(argv: list[str]) -> int:
-    from ingester.importer import ImportRequest, run_import
-    from ingester.report import QuietReporter
-    from ingester.session import ingest_session
+    from ingester.mbox.importer import ImportRequest, run_import
+    from ingester.runs.report import QuietReporter
+    from ingester.runs.session import ingest_session
     from shared.errors import InputFileError
     from shared.timeutil import system_clock
 

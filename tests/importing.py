@@ -8,10 +8,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from ingester.importer import ImportRequest, run_import
-from ingester.lifecycle import RunResult
-from ingester.report import QuietReporter
-from ingester.session import ingest_session
+from ingester.mbox.importer import ImportRequest, run_import
+from ingester.runs.lifecycle import RunResult
+from ingester.runs.report import QuietReporter
+from ingester.runs.session import ingest_session
 from shared.db import reader_engine
 from shared.summary import all_senders, summary_document
 from shared.timeutil import system_clock

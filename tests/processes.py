@@ -52,7 +52,7 @@ def wait_for_progress(db: Path, process: subprocess.Popen[str], *, at_least: int
 
 
 def parse_workers_alive() -> list[int]:
-    """PIDs of `ingester.parse_worker` processes started by this test run: children of this process, or
+    """PIDs of `ingester.mbox.parse_worker` processes started by this test run: children of this process, or
     descendants of an ingester this run started (found by `TEST_MARK` in their environment)."""
     alive = []
     me = os.getpid()
@@ -60,7 +60,7 @@ def parse_workers_alive() -> list[int]:
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            if b"ingester.parse_worker" not in (entry / "cmdline").read_bytes():
+            if b"ingester.mbox.parse_worker" not in (entry / "cmdline").read_bytes():
                 continue
             parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             marked = TEST_MARK.encode() in (entry / "environ").read_bytes().split(b"\0")

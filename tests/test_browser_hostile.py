@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from shared.csv_cells import FORMULA_STARTS
 from shared.resume import CommandStyle
+from shared.text.csv_cells import FORMULA_STARTS
 from tests.browser_support import new_page, serve, shoot
 from tests.hostile_senders import CLEAN_MAILTO, HOSTILE, hostile_mbox
 from tests.importing import import_file

@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
+from shared.schema.models import RunOutcome, RunState, Source
 from tests.browser_support import many_senders, new_page, serve, shoot
 from tests.viewer_support import make_settings, seed
 

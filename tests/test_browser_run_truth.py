@@ -18,7 +18,7 @@ from tests.browser_support import ARTIFACTS, new_page, serve, shoot
 from tests.importing import counts_of, query
 from tests.scan_support import fake_google
 from tests.viewer_support import make_settings, mbox_bytes
-from viewer.launch_process import ProcessLauncher, default_ingest_command
+from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT_MS = 120_000

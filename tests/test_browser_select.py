@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from shared.gmail_filters import FilterActions, read_filters
-from shared.gmail_search import URL_LIMIT, search_term, split_terms
+from shared.actions.gmail_filters import FilterActions, read_filters
+from shared.actions.gmail_search import URL_LIMIT, search_term, split_terms
 from tests.browser_support import new_page, serve, shoot
 from tests.viewer_support import make_settings, seed
 

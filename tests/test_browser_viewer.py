@@ -16,8 +16,8 @@ from sqlalchemy import text
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import IngestLock
-from shared.models import Source
 from shared.runs import create_run
+from shared.schema.models import Source
 from tests.browser_support import Console, new_page, serve, shoot
 from tests.viewer_support import make_settings, mbox_bytes, seed
 

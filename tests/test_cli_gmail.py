@@ -7,8 +7,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from shared.gmail_filters import FilterActions, read_filters
-from shared.gmail_search import URL_LIMIT, search_term, split_terms
+from shared.actions.gmail_filters import FilterActions, read_filters
+from shared.actions.gmail_search import URL_LIMIT, search_term, split_terms
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
 

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from shared.db import reader_engine, writer_engine
 from shared.errors import SchemaTooNewError
-from shared.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from shared.schema.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox
 

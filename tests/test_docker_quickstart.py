@@ -32,7 +32,7 @@ from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.hostuser import HostUser, Session, fresh_copy, host_user
 from tests.net import free_port
-from viewer.container_spec import STACK_LABEL
+from viewer.launch.container_spec import STACK_LABEL
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 

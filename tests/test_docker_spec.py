@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from viewer.container_spec import (
+from viewer.launch.container_spec import (
     ContainerSpec,
     DockerStack,
     MountSpec,
@@ -19,8 +19,8 @@ from viewer.container_spec import (
     stack_from_container,
     started_unix,
 )
-from viewer.launch_docker import create_kwargs
-from viewer.launcher import LaunchCommand, LaunchError, LaunchRequest
+from viewer.launch.launch_docker import create_kwargs
+from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 STACK = DockerStack(
     name="gmail-stats",

@@ -33,7 +33,7 @@ from tests.dockerenv import (
 )
 from tests.factories import generate_messages, write_mbox
 from tests.net import free_port
-from viewer.container_spec import STACK_LABEL
+from viewer.launch.container_spec import STACK_LABEL
 
 pytestmark = [
     pytest.mark.docker,

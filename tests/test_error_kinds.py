@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import RETRY_WARNING_PREFIX, RUN_ERROR_KINDS, ErrorKind
-from viewer.run_api import is_retrying
+from viewer.web.run_api import is_retrying
 
 ROOT = Path(__file__).resolve().parent.parent
 

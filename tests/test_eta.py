@@ -1,4 +1,4 @@
-"""The ETA a person can trust (`viewer.status.estimate` and its `RateTracker`), replayed against the commits of a
+"""The ETA a person can trust (`viewer.web.status.estimate` and its `RateTracker`), replayed against the commits of a
 real import recorded by `python -m tests.record_progress` (tests/data/progress_import.json: 400,000 messages,
 56 MB, committed every ~3 s on a loaded 2-core machine) as the page polls it, once a second."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.test_viewer_units import RUN, FakeClock
-from viewer.status import STALL_SECONDS, Progress, RateTracker, Sample, estimate
+from viewer.web.status import STALL_SECONDS, Progress, RateTracker, Sample, estimate
 
 RECORDED = Path(__file__).parent / "data" / "progress_import.json"
 

@@ -1,15 +1,15 @@
 """Narrowing filters (searches of any length, presets, domains): exact totals and pages on every path.
 
 Every test here runs twice: once counted by SQLite (`sender_index=False`, or a file written too recently for the
-viewer's in-memory copy), once answered from that copy (`viewer.sender_index`), which must agree to the sender.
+viewer's in-memory copy), once answered from that copy (`viewer.query.sender_index`), which must agree to the sender.
 
 72,003 senders written by the ingester's own store. A filter's matches are counted once per database change
-(`viewer.filter_match`): when there are `SPARSE_LIMIT` or fewer, a page is sorted from their ids; when more, a page
-walks a sort index testing each row (`LIKE` for a search, also for a common search of three characters or more,
-which the trigram index would otherwise list in full). A search alone is counted from `senders.search_key`'s
-covering index, in an order a sample of the oldest senders picks. Every answer is checked against a brute-force
-filter of the same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length,
-another search the trigram index's Unicode case folding.
+(`viewer.query.filter_match`): when there are `SPARSE_LIMIT` or fewer, a page is sorted from their ids; when more, a
+page walks a sort index testing each row (`LIKE` for a search, also for a common search of three characters or more,
+which the trigram index would otherwise list in full). A search alone is counted from `senders.search_key`'s covering
+index, in an order a sample of the oldest senders picks. Every answer is checked against a brute-force filter of the
+same rows: an ASCII search means what `LIKE` means (case folded for ASCII only) at any length, another search the
+trigram index's Unicode case folding.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from ingester.store import count_batch
+from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.models import Source
+from shared.schema.models import Source
 from tests.viewer_support import indexed_viewer, make_settings, records_for, seed, settle, state_of, viewer
-from viewer.filter_match import SAMPLE, SPARSE_LIMIT
+from viewer.query.filter_match import SAMPLE, SPARSE_LIMIT
 
 DAY = 1_700_000_000
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")

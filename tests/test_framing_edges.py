@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ingester.mbox import iter_regions
+from ingester.mbox.mbox import iter_regions
 from shared.mbox_format import SEPARATOR, separator_date, sniff_mbox
 from tests.conftest import run_cli
 from tests.importing import counts_of, query

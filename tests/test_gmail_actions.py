@@ -1,4 +1,4 @@
-"""Gmail search links and filters files (shared.gmail_search, shared.gmail_filters): escaping, splits, round trips."""
+"""Gmail search links and filters files (`shared.actions`): escaping, splits, round trips."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.errors import UsageError
-from shared.gmail_filters import (
+from shared.actions.gmail_filters import (
     CRITERIA_LIMIT,
     MAX_FILTERS,
     FilterActions,
@@ -19,7 +18,7 @@ from shared.gmail_filters import (
     group_criteria,
     read_filters,
 )
-from shared.gmail_search import (
+from shared.actions.gmail_search import (
     URL_LIMIT,
     Narrowing,
     encode,
@@ -31,6 +30,7 @@ from shared.gmail_search import (
     split_terms,
     valid_account,
 )
+from shared.errors import UsageError
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingester.headers import HeaderFields, parse_date, parse_header_block
-from shared.normalize import (
+from ingester.records.headers import HeaderFields, parse_date, parse_header_block
+from shared.text.normalize import (
     SenderIdentity,
     collapse_whitespace,
     decode_rfc2047,

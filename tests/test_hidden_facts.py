@@ -1,4 +1,4 @@
-"""The hidden senders' facts a viewer keeps per set (`viewer.hidden_facts`), against SQLite's own sums.
+"""The hidden senders' facts a viewer keeps per set (`viewer.query.hidden_facts`), against SQLite's own sums.
 
 A real file written by the ingester's store; each set in a sequence of Hide clicks and undos (what the page
 sends) is answered from the nearest set already known, and must equal plain SQL over the whole set, every time.
@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from ingester.store import count_batch
+from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.models import Source
+from shared.schema.models import Source
 from tests.viewer_support import records_for, seed
-from viewer.database import Database
-from viewer.hidden_facts import HiddenFacts, HiddenSet
+from viewer.query.database import Database
+from viewer.query.hidden_facts import HiddenFacts, HiddenSet
 
 YEAR = 31_557_600
 

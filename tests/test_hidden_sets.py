@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.viewer_support import csrf_headers, indexed_viewer, make_settings, seed, viewer
-from viewer.hidden import MAX_SETS
-from viewer.security import BODY_CAPS
+from viewer.query.hidden import MAX_SETS
+from viewer.web.security import BODY_CAPS
 
 MONTH = 1_700_000_000
 
@@ -49,7 +49,7 @@ def _register(client: Any, senders: list[str]) -> str:
 
 
 def _viewer(site: Path, *, indexed: bool) -> AbstractContextManager[TestClient]:
-    """SQLite looks the hidden senders up, or the viewer's copy of the senders (`viewer.sender_lookup`)."""
+    """SQLite looks the hidden senders up, or the viewer's copy of the senders (`viewer.query.sender_lookup`)."""
     return indexed_viewer(make_settings(site)) if indexed else viewer(make_settings(site))
 
 

@@ -11,12 +11,12 @@ import pytest
 from google.oauth2.credentials import Credentials
 from playwright.sync_api import expect
 
-from ingester.auth import load_client_config, save_token_cache
+from ingester.gmail.auth import load_client_config, save_token_cache
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.errors import GmailAuthError
-from shared.models import RunOutcome, RunState, Source
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import create_run, finish_run
+from shared.schema.models import RunOutcome, RunState, Source
 from tests.browser_support import browser, new_page, serve
 from tests.factories import generate_messages, write_mbox
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer

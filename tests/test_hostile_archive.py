@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.lifecycle import RunCancelled
-from ingester.mbox import HEADER_CAP_BYTES, iter_regions
-from ingester.parse_pool import parse_in_order
-from ingester.segments import READ_BYTES, SEGMENT_BYTES, parse_segment, plan_segments
+from ingester.mbox.mbox import HEADER_CAP_BYTES, iter_regions
+from ingester.mbox.parse_pool import parse_in_order
+from ingester.mbox.segments import READ_BYTES, SEGMENT_BYTES, parse_segment, plan_segments
+from ingester.runs.lifecycle import RunCancelled
 from shared.mbox_format import suspect_line_end
 from tests.conftest import REPO_ROOT, run_cli
 from tests.factories import generate_messages, write_mbox
@@ -261,6 +261,8 @@ def test_the_in_process_parse_calls_idle_from_inside_a_segment_and_stops_when_it
 
 def test_parse_workers_import_no_database_code() -> None:
     """Each worker counts against the 150 MB bound of the process tree: SQLAlchemy alone would add ~20 MB."""
-    probe = "import sys, ingester.parse_worker; print(sorted(m for m in sys.modules if m.startswith('sqlalchemy')))"
+    probe = (
+        "import sys, ingester.mbox.parse_worker; print(sorted(m for m in sys.modules if m.startswith('sqlalchemy')))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=True)
     assert result.stdout.strip() == "[]"

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.gmail import MessageMeta
-from ingester.gmail_records import metadata_record, record_from_meta
-from ingester.headers import HeaderFields, parse_date, parse_header_block
-from ingester.mbox import Postmark, Region, iter_regions
+from ingester.gmail.gmail import MessageMeta
+from ingester.gmail.gmail_records import metadata_record, record_from_meta
+from ingester.mbox.mbox import Postmark, Region, iter_regions
+from ingester.mbox.takeout import Skip, judge_region, label_facts
 from ingester.records import MailRecord
-from ingester.takeout import Skip, judge_region, label_facts
+from ingester.records.headers import HeaderFields, parse_date, parse_header_block
 from shared.mbox_format import sniff_mbox
-from shared.normalize import (
+from shared.text.normalize import (
     Labels,
     SenderIdentity,
     decode_labels,
@@ -29,7 +29,7 @@ from shared.normalize import (
     parse_labels,
     parse_sender,
 )
-from shared.rfc2047 import decode_words
+from shared.text.rfc2047 import decode_words
 from tests.conftest import run_cli
 from tests.importing import query, senders_of
 from tests.scan_support import fake_google, runs, sender_counts

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from shared.db import writer_engine
-from shared.models import RunOutcome, RunState
+from shared.schema.models import RunOutcome, RunState
 from tests.importing import counts_of, import_file, query, senders_of
 
 SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.models import Source
 from shared.resume import CommandStyle, import_command, resume_command
+from shared.schema.models import Source
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import INGESTER_UID, compose_env, ensure_image
 from tests.make_support import paste, recorded, scratch_checkout

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.mbox import Region, iter_regions
+from ingester.mbox.mbox import Region, iter_regions
 from shared.mbox_format import zone_offset
 
 SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.csv_cells import FORMULA_STARTS, neutralise_cell
-from shared.unsubscribe_links import clean_mailto, clean_target
+from shared.text.csv_cells import FORMULA_STARTS, neutralise_cell
+from shared.text.unsubscribe_links import clean_mailto, clean_target
 from tests.conftest import REPO_ROOT, run_cli
 from tests.hostile_senders import CLEAN_MAILTO, HOSTILE, hostile_mbox
 from tests.viewer_support import make_settings, seed, viewer

@@ -11,13 +11,13 @@ from pathlib import Path
 from fastapi.routing import APIRoute
 
 from ingester import cli
+from ingester.runs.signals import ABORT_EXIT_CODE
 from ingester.settings import IngesterSettings
-from ingester.signals import ABORT_EXIT_CODE
 from shared.errors import HTTP_ERROR_KINDS, INGESTER_ERROR_KINDS, ErrorKind, GmailStatsError
 from tests.conftest import REPO_ROOT
-from viewer import api as data_api
-from viewer import gmail_api, run_api
 from viewer.settings import ViewerSettings
+from viewer.web import api as data_api
+from viewer.web import gmail_api, run_api
 
 DOCS = REPO_ROOT / "docs"
 REFERENCE = DOCS / "reference.md"

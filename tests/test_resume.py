@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.exc import DBAPIError
 
-from shared.models import RunOutcome, RunState, Source
 from shared.resume import CommandStyle, resume_command
+from shared.schema.models import RunOutcome, RunState, Source
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.factories import generate_messages, write_mbox
 from tests.importing import counts_of, query

@@ -6,7 +6,7 @@ import email.utils
 from pathlib import Path
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from shared.schema.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from tests.factories import postmark
 from tests.importing import import_file, query
 from tests.rollups import assert_rollups_exact

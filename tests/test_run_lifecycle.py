@@ -10,14 +10,14 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import ProgrammingError
 
-from ingester.heartbeat import Heartbeat
-from ingester.lifecycle import RunLifecycle, refuse_resume
 from ingester.records import MailRecord
-from ingester.report import QuietReporter
-from ingester.store import count_batch
+from ingester.runs.heartbeat import Heartbeat
+from ingester.runs.lifecycle import RunLifecycle, refuse_resume
+from ingester.runs.report import QuietReporter
+from ingester.store.store import count_batch
 from shared.errors import RunNotFoundError
-from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, get_run
+from shared.schema.models import RunOutcome, RunState, Source
 from shared.timeutil import system_clock
 
 BEAT_CLOCK_BASE = 2_000_000_000  # beats write updated_at values from here on; the main thread's stay below
@@ -152,7 +152,7 @@ def test_unknown_run_is_refused() -> None:
 
 
 def test_every_source_has_a_summary(tmp_path: Path) -> None:
-    from ingester.lifecycle import RunResult
+    from ingester.runs.lifecycle import RunResult
 
     for source in Source:
         result = RunResult(3, source, RunState.DONE, RunOutcome.COMPLETE, 5, 4, 1, 0, "cmd")
@@ -169,7 +169,7 @@ def test_every_source_has_a_summary(tmp_path: Path) -> None:
 )
 def test_a_scan_summary_never_reads_as_more_than_it_says(state: RunState, seen: int, new: int, expected: str) -> None:
     """The page says "nothing counted" too; a thread fetched whole settles messages not listed yet."""
-    from ingester.lifecycle import RunResult
+    from ingester.runs.lifecycle import RunResult
 
     result = RunResult(3, Source.GMAIL_API, state, RunOutcome.PARTIAL, seen, new, 0, 0, "cmd")
     assert result.summary().startswith(expected)

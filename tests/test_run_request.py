@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.run_request import confine, expand, open_confined, parse_request, pinned_path
+from ingester.runs.run_request import confine, expand, open_confined, parse_request, pinned_path
 from shared.errors import InputFileError, UsageError
 from tests.conftest import run_cli
 from tests.factories import generate_messages, write_mbox

@@ -1,5 +1,5 @@
-"""`viewer.run_truth`: when an open run row is shown as stopped, and what a partial scan left out, derived from real
-files (the ingest lock, the database) and a launcher that says whether its runner still runs; the row untouched."""
+"""`viewer.launch.run_truth`: when an open run row is shown as stopped, and what a partial scan left out, derived from
+real files (the ingest lock, the database) and a launcher that says whether its runner still runs; the row untouched."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from sqlalchemy import insert
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.lock import IngestLock
-from shared.models import RunOutcome, RunState, Source, gmail_retry
 from shared.runs import create_run, finish_run, get_run
+from shared.schema.models import RunOutcome, RunState, Source, gmail_retry
 from tests.viewer_support import file_digests, make_settings, seed, viewer
-from viewer.launcher import Launched, LaunchRequest
-from viewer.run_truth import stopped_unexpectedly
+from viewer.launch.launcher import Launched, LaunchRequest
+from viewer.launch.run_truth import stopped_unexpectedly
 
 NOW = 1_800_000_000
 TOKEN = "t" * 32

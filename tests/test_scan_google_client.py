@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ingester.auth import GoogleAccess, load_token_cache
-from ingester.fetcher import Fetcher
-from ingester.gmail import GmailClient
-from ingester.pacing import QuotaPacer, RetryPolicy
+from ingester.gmail.auth import GoogleAccess, load_token_cache
+from ingester.gmail.fetcher import Fetcher
+from ingester.gmail.gmail import GmailClient
+from ingester.gmail.pacing import QuotaPacer, RetryPolicy
 from shared.errors import GmailApiError, GmailAuthError
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox

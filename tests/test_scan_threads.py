@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from ingester.auth import GoogleAccess
-from ingester.gmail import METADATA_HEADERS
-from ingester.pacing import RetryPolicy
-from ingester.rollups import month_of
-from ingester.scan import run_scan
-from ingester.scan_types import ScanRequest, ScanTuning
-from ingester.session import ingest_session
-from ingester.unsubscribe import parse_unsubscribe
+from ingester.gmail.auth import GoogleAccess
+from ingester.gmail.gmail import METADATA_HEADERS
+from ingester.gmail.pacing import RetryPolicy
+from ingester.gmail.scan import run_scan
+from ingester.gmail.scan_types import ScanRequest, ScanTuning
+from ingester.records.unsubscribe import parse_unsubscribe
+from ingester.runs.session import ingest_session
+from ingester.store.rollups import month_of
 from shared.timeutil import system_clock
 from tests.conftest import run_cli
 from tests.fakes.google import COSTS, TokenBucket

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingester.consent import Callback, parse_callback
-from ingester.gmail import GmailClient, MessageMeta
-from ingester.gmail_google import error_from_response, parse_retry_after
-from ingester.gmail_records import record_from_meta
-from ingester.pacing import QuotaPacer, RetryPolicy
+from ingester.gmail.consent import Callback, parse_callback
+from ingester.gmail.gmail import GmailClient, MessageMeta
+from ingester.gmail.gmail_google import error_from_response, parse_retry_after
+from ingester.gmail.gmail_records import record_from_meta
+from ingester.gmail.pacing import QuotaPacer, RetryPolicy
 from ingester.settings import IngesterSettings
 from tests.fakes.google import error_body
 
@@ -209,7 +209,7 @@ def test_callback_parsing_never_raises(path: str, state: str) -> None:
 def test_batches_never_cost_more_than_a_second_of_quota(units: float, batch: int) -> None:
     import threading
 
-    from ingester.fetcher import Fetcher
+    from ingester.gmail.fetcher import Fetcher
 
     clock = FakeTime()
     pacer = QuotaPacer(units, monotonic=clock.monotonic, wait=clock.wait)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
+from shared.schema.migrations import LATEST_VERSION, MIGRATIONS, migrate, schema_version
 from tests.conftest import run_cli
 from tests.fakes.takeout import write_takeout
 from tests.processes import backfill_checked, kill_when

@@ -1,4 +1,4 @@
-"""The migrated schema is the one `shared.models` declares: types, nullability, defaults, keys and indexes.
+"""The migrated schema is the one `shared.schema.models` declares: types, nullability, defaults, keys and indexes.
 
 Built both ways on real files: every migration step from an empty file (and from each older version), and
 `METADATA.create_all` from the models.
@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import create_engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import LATEST_VERSION, MIGRATIONS, migrate
-from shared.models import METADATA
+from shared.schema.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from shared.schema.models import METADATA
 
 
 def _describe(path: Path) -> dict[str, Any]:

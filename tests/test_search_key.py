@@ -1,6 +1,6 @@
 """`senders.search_key` (address, newline, name): written by the ingester with every sender, filled for older files.
 
-Searches tested on every sender read only this key (`viewer.filter_match`), so a row whose key is stale would be
+Searches tested on every sender read only this key (`viewer.query.filter_match`), so a row whose key is stale would be
 missed without a word: the real writer is checked through name changes, and a schema step 6 file through its
 upgrade, keeping its ids (the trigram index refers to them).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ingester.store import count_batch
+from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import MIGRATIONS, migrate
-from shared.models import Source
+from shared.schema.migrations import MIGRATIONS, migrate
+from shared.schema.models import Source
 from tests.viewer_support import make_settings, records_for, viewer
 
 DAY = 1_700_000_000

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ingester.parse_pool import parse_in_order
+from ingester.mbox.parse_pool import parse_in_order
+from ingester.mbox.segments import SegmentResult, plan_segments
 from ingester.records import MailRecord
-from ingester.segments import SegmentResult, plan_segments
 from tests.factories import generate_messages, write_mbox
 from tests.processes import parse_workers_alive
 
@@ -58,6 +58,6 @@ def test_resuming_from_a_separator_offset_counts_the_rest(tmp_path: Path) -> Non
 
 def test_parse_workers_stay_small() -> None:
     """A parse worker imports neither SQLAlchemy nor pydantic: each worker's RSS counts against the import's."""
-    code = "import sys, ingester.parse_worker; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    code = "import sys, ingester.mbox.parse_worker; print(sorted({m.split('.')[0] for m in sys.modules}))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "sqlalchemy" not in loaded and "pydantic" not in loaded

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ingester.gmail import MessageMeta
-from ingester.gmail_records import metadata_record
-from ingester.mbox import Postmark, Region
+from ingester.gmail.gmail import MessageMeta
+from ingester.gmail.gmail_records import metadata_record
+from ingester.mbox.mbox import Postmark, Region
+from ingester.mbox.takeout import judge_region
 from ingester.records import MailRecord
-from ingester.takeout import judge_region
-from shared.normalize import SenderIdentity, parse_sender
+from shared.text.normalize import SenderIdentity, parse_sender
 from tests.conftest import run_cli
 from tests.importing import query
 from tests.scan_support import fake_google, sender_counts

@@ -19,15 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Connection
 
-from ingester.store import count_batch
+from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.models import Source
+from shared.schema.models import Source
 from tests.viewer_support import SENDERS, records_for, seed, settle
-from viewer.database import Database
-from viewer.filters import SenderFilter
-from viewer.index_keeper import IndexKeeper
-from viewer.sender_index import SenderIndex, build, from_rows
-from viewer.sender_queries import SortKey
+from viewer.query.database import Database
+from viewer.query.filters import SenderFilter
+from viewer.query.index_keeper import IndexKeeper
+from viewer.query.sender_index import SenderIndex, build, from_rows
+from viewer.query.sender_queries import SortKey
 
 # Letters in both cases, the characters `LIKE` treats specially, and ones whose case only Unicode folds
 # (É/é, KELVIN SIGN, LONG S, sharp s), a NUL (`LIKE` reads a text up to it) and a newline (address | name).
@@ -43,7 +43,7 @@ def _index(keys: list[str]) -> SenderIndex:
 
 
 def _like(keys: list[str], needle: str) -> list[bool]:
-    """SQLite's own answer, with the escaping `viewer.sender_queries.key_like` uses."""
+    """SQLite's own answer, with the escaping `viewer.query.sender_queries.key_like` uses."""
     pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     with sqlite3.connect(":memory:") as conn:
         return [bool(conn.execute("SELECT ? LIKE ? ESCAPE '\\'", (key, pattern)).fetchone()[0]) for key in keys]

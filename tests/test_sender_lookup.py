@@ -1,7 +1,7 @@
-"""Hidden senders found in the viewer's copy of the senders (`viewer.sender_lookup`) exactly as SQLite finds them.
+"""Hidden senders found in the viewer's copy of the senders (`viewer.query.sender_lookup`) exactly as SQLite finds them.
 
 A real file holding addresses that differ only in case, in Unicode, by a newline or a NUL, and senders without
-dates; the copy is read with the viewer's own `build`, and every answer is compared with `viewer.hidden_queries`
+dates; the copy is read with the viewer's own `build`, and every answer is compared with `viewer.query.hidden_queries`
 (the SQL the viewer runs without the copy).
 """
 
@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.viewer_support import seed
-from viewer import hidden_queries
-from viewer.database import Database
-from viewer.sender_index import SenderIndex, build
-from viewer.sender_lookup import _hash
+from viewer.query import hidden_queries
+from viewer.query.database import Database
+from viewer.query.sender_index import SenderIndex, build
+from viewer.query.sender_lookup import _hash
 
 # Stored as they are (no normalisation on the way in): what an old or hand-made file can hold.
 ODD = [
@@ -83,7 +83,7 @@ def index(database: Database) -> SenderIndex:
 def test_the_file_holds_the_odd_addresses_and_their_domains(database: Database) -> None:
     with database.connect() as conn:
         stored = {h.sender: h.domain for h in hidden_queries.hidden_senders(conn, ADDRESSES)}
-    assert stored == {a: _domain(a) for a in ADDRESSES}  # a NUL in an address too (`viewer.sql_lists`)
+    assert stored == {a: _domain(a) for a in ADDRESSES}  # a NUL in an address too (`viewer.query.sql_lists`)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -15,17 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 
-from ingester.gmail import MessageMeta
-from ingester.gmail_records import metadata_record
-from ingester.headers import parse_header_block
-from ingester.mbox import Postmark, Region, iter_regions
+from ingester.gmail.gmail import MessageMeta
+from ingester.gmail.gmail_records import metadata_record
+from ingester.mbox.mbox import Postmark, Region, iter_regions
+from ingester.mbox.takeout import judge_region, label_facts
 from ingester.records import MailRecord
-from ingester.store_guard import MAX_REJECTED, count_batch_guarded
-from ingester.takeout import judge_region, label_facts
-from shared.models import Source
-from shared.normalize import decode_labels, decode_rfc2047, parse_sender
-from shared.rfc2047 import decode_words
+from ingester.records.headers import parse_header_block
+from ingester.store.store_guard import MAX_REJECTED, count_batch_guarded
 from shared.runs import create_run
+from shared.schema.models import Source
+from shared.text.normalize import decode_labels, decode_rfc2047, parse_sender
+from shared.text.rfc2047 import decode_words
 from tests.conftest import run_cli
 from tests.importing import query
 from tests.scan_support import fake_google, runs, sender_counts

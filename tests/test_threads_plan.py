@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingester.threads import THREAD_MIN_UNKNOWN, FetchPlan, ThreadWant, plan_fetches
+from ingester.gmail.threads import THREAD_MIN_UNKNOWN, FetchPlan, ThreadWant, plan_fetches
 from tests.fakes.mailbox import MAILING_LISTS, SINGLES, TYPICAL, ConversationMix, Mailbox
 
 

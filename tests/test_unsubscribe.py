@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ingester.headers import parse_header_block
-from ingester.unsubscribe import MAX_TARGET, NONE, UnsubscribeTargets, parse_unsubscribe
-from shared.domains import registrable_domain
+from ingester.records.headers import parse_header_block
+from ingester.records.unsubscribe import MAX_TARGET, NONE, UnsubscribeTargets, parse_unsubscribe
+from shared.text.domains import registrable_domain
 
 ONE_CLICK = "List-Unsubscribe=One-Click"
 

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migrations import LATEST_VERSION
-from shared.models import Source
 from shared.runs import create_run
+from shared.schema.migrations import LATEST_VERSION
+from shared.schema.models import Source
 from tests.viewer_support import SENDERS, file_digests, make_settings, seed, viewer
 
 NOW = 1_800_000_000

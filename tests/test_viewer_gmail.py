@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from shared.gmail_filters import FilterActions, read_filters
-from shared.gmail_search import URL_LIMIT, search_term, split_terms
+from shared.actions.gmail_filters import FilterActions, read_filters
+from shared.actions.gmail_search import URL_LIMIT, search_term, split_terms
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer
 
 MANY = [(f"news-{i:03d}@sender-{i:03d}.example.com", f"News {i}", 1000 - i, 1, 2, 10, 1, 0) for i in range(300)]

@@ -17,7 +17,7 @@ from shared.lock import is_lock_held, lock_path_for
 from shared.resume import CommandStyle, runs_command
 from tests.conftest import run_cli
 from tests.viewer_support import SENDERS, csrf_headers, make_settings, mbox_bytes, seed, viewer
-from viewer.security import MAX_BODY_BYTES
+from viewer.web.security import MAX_BODY_BYTES
 
 TOO_BIG = 2**63
 

@@ -16,8 +16,8 @@ from starlette.websockets import WebSocketDisconnect
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.viewer_support import csrf_headers, make_settings, seed, viewer
 from viewer.app import STATIC_DIR
-from viewer.launcher import Launched, LaunchRequest
-from viewer.security import SecurityGuard
+from viewer.launch.launcher import Launched, LaunchRequest
+from viewer.web.security import SecurityGuard
 
 SECURITY = {
     "content-security-policy": "default-src 'self'; frame-ancestors 'none'",

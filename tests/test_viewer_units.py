@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from shared.runs import Run
-from viewer.cache import ResponseCache
-from viewer.security import split_host
+from viewer.query.cache import ResponseCache
 from viewer.settings import ViewerSettings
-from viewer.status import Progress, RateTracker
+from viewer.web.security import split_host
+from viewer.web.status import Progress, RateTracker
 
 RUN = Run(
     run_id=1, source="mbox", state="running", pid=1, started_at_unix=0, updated_at_unix=0, finished_at_unix=None,

@@ -13,19 +13,19 @@ from typing import Any, TypeVar
 from fastapi.testclient import TestClient
 
 from ingester.records import MailRecord
-from ingester.store import count_batch
-from shared import models
+from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
-from shared.migration_rollups import BACKFILL_ROLLUPS
-from shared.migrations import migrate
-from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
+from shared.schema import models
+from shared.schema.migration_rollups import BACKFILL_ROLLUPS
+from shared.schema.migrations import migrate
+from shared.schema.models import RunOutcome, RunState, Source
 from tests.factories import mbox_bytes as mbox_bytes  # the mbox builders live in tests/factories.py
 from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 from viewer.app import create_app
-from viewer.deps import ViewerState
-from viewer.launcher import Launcher
+from viewer.launch.launcher import Launcher
 from viewer.settings import ViewerSettings
+from viewer.web.deps import ViewerState
 
 BASE_URL = "http://127.0.0.1:7878"
 T = TypeVar("T")
@@ -145,7 +145,7 @@ def viewer(settings: ViewerSettings, *, launcher: Launcher | None = None, **kwar
 
 def settle(db_path: Path, *, seconds_ago: float = 60.0) -> None:
     """Dates the database and its sidecars `seconds_ago`, as a file no ingester has written lately: a viewer then
-    reads its senders into memory at once (`viewer.index_keeper`)."""
+    reads its senders into memory at once (`viewer.query.index_keeper`)."""
     when = time.time() - seconds_ago
     for path in db_path.parent.glob(f"{db_path.name}*"):
         os.utime(path, (when, when))

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from shared.errors import GmailStatsError
 from shared.settings import flag_help
 from viewer.app import create_app
-from viewer.server import server_config
 from viewer.settings import ViewerSettings
+from viewer.web.server import server_config
 
 
 def build_parser() -> argparse.ArgumentParser:

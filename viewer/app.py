@@ -18,20 +18,20 @@ from fastapi.staticfiles import StaticFiles
 
 from shared.errors import UsageError
 from shared.timeutil import Clock, system_clock
-from viewer import api, gmail_api, run_api
-from viewer.cache import ResponseCache
-from viewer.control import RunControl
-from viewer.database import Database
-from viewer.deps import ViewerState
-from viewer.errors import install_error_handlers
-from viewer.hidden import HiddenSets
-from viewer.index_keeper import IndexKeeper
-from viewer.launch_process import ProcessLauncher, default_ingest_command
-from viewer.launcher import Launcher, LaunchError
-from viewer.security import SecurityGuard
-from viewer.sender_index import build as build_index
+from viewer.launch.control import RunControl
+from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
+from viewer.launch.launcher import Launcher, LaunchError
+from viewer.query.cache import ResponseCache
+from viewer.query.database import Database
+from viewer.query.hidden import HiddenSets
+from viewer.query.index_keeper import IndexKeeper
+from viewer.query.sender_index import build as build_index
 from viewer.settings import ViewerSettings
-from viewer.status import RateTracker
+from viewer.web import api, gmail_api, run_api
+from viewer.web.deps import ViewerState
+from viewer.web.handlers import install_error_handlers
+from viewer.web.security import SecurityGuard
+from viewer.web.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
 OPENAPI_URL = "/api/openapi.json"
@@ -54,7 +54,7 @@ def launcher_for(settings: ViewerSettings) -> Launcher:
     """Maps `GMAIL_STATS_LAUNCHER` to a launcher; `docker` is imported lazily (the only Docker SDK user)."""
     if settings.launcher == "docker":
         try:
-            from viewer.launch_docker import DockerLauncher
+            from viewer.launch.launch_docker import DockerLauncher
         except ImportError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
         try:

@@ -16,12 +16,12 @@ import threading
 import time
 from pathlib import Path
 
-from ingester.session import ingest_session
-from ingester.signals import cancel_on_signals
+from ingester.runs.session import ingest_session
+from ingester.runs.signals import cancel_on_signals
 from shared.errors import LockHeldError
 from shared.lock import IngestLock
-from shared.models import RunOutcome, RunState, Source
 from shared.runs import create_run, finish_run, update_run
+from shared.schema.models import RunOutcome, RunState, Source
 
 STEP_SECONDS = 0.2
 STEPS = 200

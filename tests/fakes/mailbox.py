@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 
-from shared.normalize import normalize_message_id, parse_sender
+from shared.text.normalize import normalize_message_id, parse_sender
 
 FIRST_ID = 0x18C6_0000_0000_0000
 START_HISTORY_ID = 100_000

@@ -1,0 +1,92 @@
+"""Every SQL statement the viewer runs, as named functions over a read-only `Connection` returning dataclasses.
+
+Routes never build SQL. Nothing here writes, and nothing here runs DDL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import Connection, and_, func, literal, select
+
+from shared.schema.migrations import LATEST_VERSION, schema_version
+from shared.schema.models import Source, domains, ingest_runs, seen_mails
+
+_SEEN = seen_mails
+_RUNS = ingest_runs
+_EXPORT_CHUNK = 2000
+
+
+class DbState(StrEnum):
+    MISSING = "missing"  # no file yet: onboarding
+    EMPTY = "empty"  # a file, but no senders yet (or no tables): onboarding
+    OUTDATED = "outdated"  # an older schema (e.g. the Rust tool's): the next ingester run upgrades it
+    TOO_NEW = "too_new"  # written by a newer gmail-stats: refuse to read it
+    READY = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    senders: int
+    messages: int
+    domains: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceMix:
+    """Scan rows without a Message-ID can double-count mail that an import also counted, until a backfill."""
+
+    mixed_sources: bool
+    unrepaired_count: int
+
+
+def schema_state(conn: Connection) -> tuple[DbState, int]:
+    version = schema_version(conn)
+    if version > LATEST_VERSION:
+        return DbState.TOO_NEW, version
+    if version < LATEST_VERSION:
+        has_tables = conn.exec_driver_sql(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('senders', 'ingest_runs')"
+        ).scalar_one()
+        return (DbState.OUTDATED if has_tables else DbState.EMPTY), version
+    return DbState.READY, version
+
+
+def totals(conn: Connection) -> Totals:
+    """Whole-mailbox sums from the per-domain rollup (far fewer rows than `senders`)."""
+    d = domains.c
+    count, messages, domain_count = conn.execute(
+        select(func.coalesce(func.sum(d.senders), 0), func.coalesce(func.sum(d.mails_sent), 0), func.count())
+    ).one()
+    return Totals(senders=int(count), messages=int(messages), domains=int(domain_count))
+
+
+def source_mix(conn: Connection) -> SourceMix:
+    """Counts scan rows lacking a Message-ID (served by the `rfc_message_id` index), and whether mbox data exists."""
+    unrepaired = int(
+        conn.execute(
+            select(func.count())
+            .select_from(_SEEN)
+            .where(and_(_SEEN.c.rfc_message_id.is_(None), _SEEN.c.source == str(Source.GMAIL_API)))
+        ).scalar_one()
+    )
+    if unrepaired == 0:
+        return SourceMix(mixed_sources=False, unrepaired_count=0)
+    imported = conn.execute(
+        select(literal(1)).select_from(_RUNS).where(_RUNS.c.source == str(Source.MBOX)).limit(1)
+    ).first()
+    return SourceMix(mixed_sources=imported is not None, unrepaired_count=unrepaired)
+
+
+def runs_fingerprint(conn: Connection) -> tuple[int, int, int, int]:
+    """Changes whenever an ingester counts something (not on mere heartbeats): the key for totals and the mix."""
+    row = conn.execute(
+        select(
+            func.count(),
+            func.coalesce(func.sum(_RUNS.c.messages_new), 0),
+            func.coalesce(func.sum(_RUNS.c.messages_seen), 0),
+            func.coalesce(func.sum(_RUNS.c.messages_excluded + _RUNS.c.messages_skipped), 0),
+        )
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])

@@ -1,0 +1,283 @@
+"""The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
+
+Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
+`sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
+common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.query.filter_match` (once
+per database change) and paged from what it found, unless the viewer holds the senders in memory
+(`viewer.query.sender_index`): then that copy picks the page's ids and `rows_by_ids` reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Integer,
+    and_,
+    column,
+    func,
+    literal_column,
+    not_,
+    or_,
+    select,
+    text,
+    true,
+)
+
+from shared.actions.gmail_search import search_query, search_url, searchable
+from shared.schema.models import senders
+from shared.text.unsubscribe_links import clean_target
+from viewer.query.filters import SenderFilter
+from viewer.query.sql_lists import in_values
+
+if TYPE_CHECKING:
+    from viewer.query.filter_match import Match
+
+_S = senders.c
+# Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.schema.models).
+UNREAD_RATIO: ColumnElement[float] = literal_column("(CAST(senders.unread AS REAL) / max(senders.mails_sent, 1))")
+NAME: ColumnElement[str] = literal_column("(lower(coalesce(nullif(senders.display_name, ''), senders.sender)))")
+_EXPORT_CHUNK = 2000
+
+
+class SortKey(StrEnum):
+    MAILS_SENT = "mails_sent"
+    SENDER = "sender"  # the address
+    NAME = "name"  # what the row shows: the display name, or the address when there is none
+    LAST_SEEN = "last_seen"
+    FIRST_SEEN = "first_seen"
+    BYTES = "bytes"
+    UNREAD_RATIO = "unread_ratio"
+
+
+class SortOrder(StrEnum):
+    DESC = "desc"
+    ASC = "asc"
+
+
+@dataclass(frozen=True, slots=True)
+class SenderListRow:
+    sender: str
+    display_name: str
+    domain: str
+    mails_sent: int
+    first_seen_unix: int | None
+    last_seen_unix: int | None
+    bytes: int
+    unread: int
+    unread_ratio: float
+    list_unsubscribe: int
+    unsubscribe_url: str | None  # the HTTPS (or HTTP) target when known, else the mailto
+    one_click: bool
+    gmail_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class SendersPage:
+    total: int  # senders matching the filter
+    matched_messages: int
+    senders: list[SenderListRow]
+
+
+def gmail_search_url(sender: str) -> str:
+    """A Gmail web search for one sender or domain, escaped by `shared.actions.gmail_search` (the page only links to it;
+    the viewer never contacts Google or senders). The page moves it to the person's account (`authuser=`)."""
+    return search_url(search_query([sender])) if searchable(sender) else search_url("from:")
+
+
+_COLUMNS = (
+    _S.sender,
+    _S.display_name,
+    _S.domain,
+    _S.mails_sent,
+    _S.first_seen_unix,
+    _S.last_seen_unix,
+    _S.bytes,
+    _S.unread,
+    UNREAD_RATIO,
+    _S.list_unsubscribe,
+    func.coalesce(_S.unsubscribe_web, _S.unsubscribe_mailto),
+    _S.one_click,
+)
+
+
+def _row(v: Any) -> SenderListRow:
+    return SenderListRow(
+        sender=v[0],
+        display_name=v[1],
+        domain=v[2],
+        mails_sent=v[3],
+        first_seen_unix=v[4],
+        last_seen_unix=v[5],
+        bytes=v[6],
+        unread=v[7],
+        unread_ratio=round(float(v[8]), 4),
+        list_unsubscribe=v[9],
+        unsubscribe_url=clean_target(v[10]),  # also a mailto stored before its parameters were dropped
+        one_click=bool(v[11]),
+        gmail_url=gmail_search_url(v[0]),
+    )
+
+
+def fts_phrase(q: str) -> str:
+    """The search text as one FTS5 phrase: quotes doubled, so no query syntax gets through."""
+    return '"' + q.replace('"', '""') + '"'
+
+
+TRIGRAM = 3
+_IN_INDEX = "SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase"  # the senders a phrase matches
+
+
+def uses_trigrams(q: str) -> bool:
+    """True when the search is long enough for the trigram index."""
+    return len(q) >= TRIGRAM
+
+
+def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
+    """How many senders (counting no further than `up_to`) the trigram index matches for `q`: its own doclists
+    only, no row is read."""
+    count = conn.execute(
+        text(f"SELECT count(*) FROM ({_IN_INDEX} LIMIT :n)"),
+        {"phrase": fts_phrase(q), "n": up_to},
+    ).scalar_one()
+    return int(count)
+
+
+def key_like(q: str) -> ColumnElement[bool]:
+    """`q` anywhere in the address or the name, as `LIKE` means it (ASCII letters in either case): one `LIKE` on
+    `search_key` (address, newline, name), which `ix_senders_search` covers. A search holding a newline could
+    match across the two, so it tests each instead."""
+    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if "\n" in q:
+        return or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
+    return _S.search_key.like(pattern, escape="\\")
+
+
+def _tested_by_row(q: str, *, common: bool) -> bool:
+    """True when a search is `key_like` alone, tested on each sender: too short for the trigram index, or ASCII
+    and common (see `_search`)."""
+    return bool(q) and (not uses_trigrams(q) or (common and q.isascii()))
+
+
+def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
+    """A case-insensitive substring of the address or the name.
+
+    ASCII searches mean what `LIKE` means at any length: from three characters the trigram index narrows and `LIKE`
+    decides (the index alone would also fold KELVIN SIGN and LONG S into k and s). `dense`: `LIKE` alone, tested
+    row by row, for a common search whose index answer would list most senders. A search with other characters
+    keeps the index's Unicode case folding, which `LIKE` lacks.
+    """
+    if _tested_by_row(q, common=dense):
+        return key_like(q)
+    in_index = _S.id.in_(text(_IN_INDEX).bindparams(phrase=fts_phrase(q)).columns(column("rowid", Integer)))
+    if not q.isascii():
+        return in_index
+    return and_(in_index, key_like(q))
+
+
+def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool]:
+    """The filter as SQL; `search_by_row`: a common search as a test of each row (see `_search`), for a scan or a
+    page that walks a sort's index. The other terms stay open to their indexes: SQLite weighs a filter's index
+    range against walking the sort's index (mostly-unread senders, for one, are found at the far end of a walk by
+    mail count)."""
+    parts: list[ColumnElement[bool]] = []
+    if f.q:
+        parts.append(_search(f.q, dense=search_by_row))
+    if f.domain is not None:
+        parts.append(_S.domain == f.domain)
+    if f.min_messages > 1:
+        parts.append(_S.mails_sent >= f.min_messages)
+    if f.min_unread_ratio > 0:
+        parts.append(f.min_unread_ratio <= UNREAD_RATIO)
+    if f.has_unsubscribe is not None:
+        known = or_(_S.unsubscribe_web.is_not(None), _S.unsubscribe_mailto.is_not(None))
+        parts.append(known if f.has_unsubscribe else not_(known))
+    if f.exclude:
+        parts.append(not_(in_values(_S.sender, f.exclude)))
+    return and_(true(), *parts)
+
+
+def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
+    """Ascending is the exact reverse of descending (tie-break included), so one index serves both."""
+    if sort is SortKey.SENDER:
+        return [_S.sender.desc() if order is SortOrder.DESC else _S.sender.asc()]
+    column: Any = {
+        SortKey.MAILS_SENT: _S.mails_sent,
+        SortKey.LAST_SEEN: _S.last_seen_unix,
+        SortKey.FIRST_SEEN: _S.first_seen_unix,
+        SortKey.BYTES: _S.bytes,
+        SortKey.UNREAD_RATIO: UNREAD_RATIO,
+        SortKey.NAME: NAME,
+    }[sort]
+    if sort is SortKey.MAILS_SENT:  # `ix_senders_mails_sent (mails_sent DESC, sender)`: ties A→Z when descending
+        if order is SortOrder.DESC:
+            return [column.desc(), _S.sender.asc()]
+        return [column.asc(), _S.sender.desc()]
+    # The other indexes are `(value, sender)`: ties run the same way as the value, so a walk of the index in
+    # either direction is the whole order (a tie-break the other way makes SQLite sort every run of equal values,
+    # e.g. the many senders whose mail is all unread).
+    if order is SortOrder.DESC:
+        return [column.desc(), _S.sender.desc()]
+    return [column.asc(), _S.sender.asc()]
+
+
+def senders_page(
+    conn: Connection,
+    *,
+    f: SenderFilter,
+    sort: SortKey,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+    counted: Match | tuple[int, int],
+) -> SendersPage:
+    """One page. `counted`: what `filter_match.match` found for a narrowing filter, or, when nothing narrows, the
+    (senders, messages) the caller already has (the table's totals less hidden senders)."""
+    stmt = select(*_COLUMNS)
+    if isinstance(counted, tuple):
+        total, messages = counted
+        stmt = stmt.where(where(f))
+    elif counted.total == 0:
+        return SendersPage(0, 0, [])
+    elif counted.ids is None:  # many: walk the sort's index, testing each row
+        total, messages = counted.total, counted.messages
+        stmt = stmt.where(where(f, search_by_row=True))
+    else:  # few: look those rows up by id and sort just them, never walk an index looking for them
+        total, messages = counted.total, counted.messages
+        ids = func.json_each(counted.ids).table_valued("value").alias("matched")
+        stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
+    stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
+    return SendersPage(total, messages, [_row(r) for r in conn.execute(stmt)])
+
+
+def rows_by_ids(conn: Connection, ids: list[int]) -> list[SenderListRow]:
+    """The rows of `ids`, in that order (a page whose order the sender index chose)."""
+    if not ids:
+        return []
+    chosen = func.json_each(json.dumps(ids)).table_valued("key", "value").alias("chosen")
+    stmt = select(*_COLUMNS).select_from(chosen).join(senders, _S.id == chosen.c.value).order_by(chosen.c.key)
+    return [_row(r) for r in conn.execute(stmt)]
+
+
+def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
+    found = conn.execute(
+        select(*_COLUMNS)
+        .where(where(SenderFilter(exclude=exclude)))
+        .order_by(*order_by(SortKey.MAILS_SENT, SortOrder.DESC))
+        .limit(1)
+    ).first()
+    return _row(found) if found is not None else None
+
+
+def iter_senders(conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> Iterator[SenderListRow]:
+    """Every matching sender in page order, fetched in chunks so a 200k-sender export streams in flat memory."""
+    stmt = select(*_COLUMNS).where(where(f)).order_by(*order_by(sort, order))
+    result = conn.execution_options(yield_per=_EXPORT_CHUNK).execute(stmt)
+    for partition in result.partitions():
+        yield from (_row(r) for r in partition)
