@@ -1,4 +1,4 @@
-"""The layout rules of STYLE.md, enforced: who may import whom, where settings and engines are built."""
+"""The layout rules of docs/development.md, enforced: who may import whom, where settings and engines are built."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_no_import_circles() -> None:
 
 
 def test_rooms_stay_small() -> None:
-    """About 300 lines a module and 15 modules a folder (STYLE.md): split by sub-responsibility past that."""
+    """About 300 lines a module and 15 modules a folder (docs/development.md): split past that."""
     folders: dict[Path, int] = {}
     long_modules = []
     for package in PACKAGES:
