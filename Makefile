@@ -46,7 +46,7 @@ fmt: $(DEV)
 check: $(DEV)
 	$(BIN)/ruff format --check $(CODE) && $(BIN)/ruff check $(CODE) && $(BIN)/mypy $(CODE)
 
-# One worker per core: each test file, and all Docker tests together, on one worker (tests/conftest.py).
+# One worker per core: each test file on one worker, all Docker and browser tests together on one (tests/conftest.py).
 test: $(DEV)
 	$(BIN)/pytest -n auto --dist loadgroup
 

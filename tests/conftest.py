@@ -92,8 +92,10 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Work units for `pytest -n` (`--dist loadgroup`, as `make test` runs): a test file stays on one worker (its
-    module fixtures are built once), and every Docker test shares one worker, since they share the engine, the
-    test image's build and the OAuth callback port 8765."""
+    module fixtures are built once), and every Docker and browser test shares one worker. Docker tests share the
+    engine, the test image's build and the OAuth callback port 8765; and each stack they start or stop adds or
+    removes a bridge interface, which makes a chromium on another worker abort its requests in flight
+    (`net::ERR_NETWORK_CHANGED`), so the browser tests never run beside them."""
     for item in items:
-        group = "docker" if item.get_closest_marker("docker") else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
+        engine_or_browser = item.get_closest_marker("docker") or item.get_closest_marker("browser")
+        item.add_marker(pytest.mark.xdist_group("docker-and-browser" if engine_or_browser else item.path.name))

@@ -203,7 +203,7 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
 
 
 def test_routes_read_the_app_state_through_one_typed_accessor() -> None:
-    for name in ("api.py", "deps.py", "app.py"):
+    for name in ("web/api.py", "web/deps.py", "app.py"):
         source = (REPO_ROOT / "viewer" / name).read_text()
         assert "type: ignore" not in source, name
-    assert "app.state" not in (REPO_ROOT / "viewer" / "api.py").read_text()
+    assert "app.state" not in (REPO_ROOT / "viewer" / "web" / "api.py").read_text()
