@@ -14,6 +14,7 @@ from typing import Any
 
 from ingester import gmail_exports, run_request
 from ingester.arguments import OneLineParser, count_arg, run_id_arg
+from ingester.consent import PastedLines
 from ingester.importer import ImportRequest, check_mbox_path, run_import
 from ingester.lifecycle import RunResult
 from ingester.read_commands import export_text, runs_text, write_atomically
@@ -92,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scan.add_argument(
         "--tokens", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "tokens", "token cache file")
+    )
+    scan.add_argument(
+        "--paste-redirect",
+        action="store_true",
+        help="while waiting for consent, also read the address the browser ended on from standard input (the "
+        "default when it is a terminal; for a browser on another machine)",
     )
     scan.add_argument("--launch-token", help=argparse.SUPPRESS)
     _common(scan)
@@ -226,6 +233,27 @@ def _print_consent_url(url: str) -> None:
     )
 
 
+def _print_consent_url_and_paste(url: str) -> None:
+    _print_consent_url(url)
+    print(
+        "If the browser then shows an unreachable page (it runs on another machine), paste its address here "
+        "and press Enter:",
+        flush=True,
+    )
+
+
+def _refused_paste(line: str) -> None:
+    print(f"gmail-stats: {line}", file=sys.stderr, flush=True)
+
+
+def _pasted_lines(args: argparse.Namespace) -> PastedLines | None:
+    """Standard input as pasted redirect addresses: on a terminal, or when asked; never for unattended runs."""
+    stdin = sys.stdin
+    if stdin is None or not (args.paste_redirect or stdin.isatty()):
+        return None
+    return PastedLines(stdin.readline)
+
+
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.auth import GoogleAccess
     from ingester.backfill import BackfillRequest, run_backfill
@@ -233,6 +261,8 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
+    pasted = _pasted_lines(args)
+    on_consent_url = _print_consent_url if pasted is None else _print_consent_url_and_paste
     access = GoogleAccess(
         credentials_path=settings.credentials,
         tokens_path=settings.tokens,
@@ -243,6 +273,8 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         http_timeout=settings.http_timeout,
         note=reporter.note,
         shown_secrets=settings.host_secrets,
+        pasted=pasted,
+        on_refused_paste=_refused_paste,
     )
     tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()
@@ -261,7 +293,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 reporter=reporter,
                 cancel=cancel,
                 clock=system_clock,
-                on_consent_url=_print_consent_url,
+                on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
         else:
@@ -273,7 +305,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 reporter=reporter,
                 cancel=cancel,
                 clock=system_clock,
-                on_consent_url=_print_consent_url,
+                on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
     return _report(result, quiet=args.quiet)
