@@ -108,6 +108,7 @@ export function renderProgress(status) {
   if (url) link.href = url;
   else link.removeAttribute("href");
   $("progress-paste").dataset.runId = String(run.run_id);
+  if (!url) $("progress-paste-message").replaceChildren(); // the next consent starts without the last one's answer
 
   const cancel = $("progress-cancel");
   cancel.classList.toggle("hidden", !owned);
