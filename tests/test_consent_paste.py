@@ -166,6 +166,9 @@ def _scan_with_stdin(g: GoogleSetup, *args: str, tty: bool) -> Iterator[_Scan]:
             process.kill()
         process.wait(timeout=60)
         reader.join(timeout=30)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
         if master != -1:
             os.close(master)
 
