@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ingester.cli import build_parser as ingester_parser
+from ingester.parser import build_parser as ingester_parser
 from ingester.settings import IngesterSettings
 from shared.settings import CommonSettings, shown_default
 from viewer.__main__ import build_parser as viewer_parser

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ingester import gmail_exports
-from ingester.arguments import OneLineParser, count_arg, run_id_arg
+from ingester.gmail.consent import PastedLines
 from ingester.mbox.importer import ImportRequest, check_mbox_path, run_import
+from ingester.parser import build_parser
 from ingester.read_commands import export_text, runs_text, write_atomically
 from ingester.runs import run_request
 from ingester.runs.lifecycle import RunResult
@@ -26,110 +27,11 @@ from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import GmailStatsError, UsageError
 from shared.resume import CommandStyle, resume_command
 from shared.schema.models import RunState, Source
-from shared.settings import flag_help
 from shared.timeutil import system_clock
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", type=Path, metavar="FILE", help=flag_help(IngesterSettings, "db", "database file"))
-    noise = parser.add_mutually_exclusive_group()
-    noise.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
-    noise.add_argument("--verbose", "-v", action="store_true", help="also print every warning")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="gmail-stats",
-        description="Count who fills your Gmail: import a Takeout mbox (or scan Gmail) into a local SQLite file.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    imp = commands.add_parser(
-        "import",
-        help="count the messages of a Google Takeout .mbox file",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Count the messages of a Google Takeout mbox export. Spam, Trash and Chat are left out.",
-        epilog="Example:\n  gmail-stats import ~/Takeout/Mail/'All mail Including Spam and Trash.mbox'\n"
-        "  gmail-stats import big.mbox --resume 3",
-    )
-    imp.add_argument("path", type=Path, help="the .mbox file")
-    imp.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted import run")
-    imp.add_argument("--include-spam-trash", action="store_true", help="also count Spam and Trash")
-    imp.add_argument(
-        "--confine-to",
-        type=Path,
-        metavar="DIR",
-        help="refuse PATH unless it is a regular file inside DIR reached without following a link (launchers)",
-    )
-    imp.add_argument("--launch-token", help=argparse.SUPPRESS)
-    _common(imp)
-
-    scan = commands.add_parser(
-        "scan",
-        help="count the messages of your Gmail account through the Gmail API (metadata only)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Count your Gmail messages through the Gmail API with read-only access to metadata (headers, "
-        "labels, sizes; never bodies). The first scan asks for consent in the browser; later scans read only "
-        "what changed. Spam and Trash are left out.",
-        epilog="Example:\n  gmail-stats scan --credentials ~/credentials.json\n  gmail-stats scan --resume 4\n"
-        "  gmail-stats scan --backfill-message-ids",
-    )
-    mode = scan.add_mutually_exclusive_group()
-    mode.add_argument("--resume", type=run_id_arg, metavar="RUN_ID", help="continue an interrupted scan run")
-    mode.add_argument(
-        "--full", action="store_true", help="list the whole mailbox instead of the changes since last scan"
-    )
-    mode.add_argument(
-        "--backfill-message-ids",
-        action="store_true",
-        help="fetch missing Message-IDs of older scan rows and remove double counts with imports",
-    )
-    scan.add_argument(
-        "--credentials", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "credentials", "OAuth client file")
-    )
-    scan.add_argument(
-        "--tokens", type=Path, metavar="PATH", help=flag_help(IngesterSettings, "tokens", "token cache file")
-    )
-    scan.add_argument("--launch-token", help=argparse.SUPPRESS)
-    _common(scan)
-
-    runs = commands.add_parser(
-        "runs",
-        help="list ingestion runs, newest first",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="List ingestion runs (imports and scans), newest first.",
-        epilog="Example:\n  gmail-stats runs --limit 5\n  gmail-stats runs --json",
-    )
-    runs.add_argument("--json", action="store_true", help="print a JSON array of run objects")
-    runs.add_argument("--limit", type=count_arg, default=20, metavar="N", help="at most N runs (default 20)")
-    _common(runs)
-
-    export = commands.add_parser(
-        "export",
-        help="write per-sender statistics as JSON or CSV",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write per-sender statistics: the same JSON document the viewer serves at /api/summary.",
-        epilog=(
-            "Example:\n  gmail-stats export --format csv --output senders.csv\n"
-            "  gmail-stats export --format gmail-links --senders picked.txt --unread --account you@gmail.com\n"
-            "  gmail-stats export --format gmail-filters --senders picked.txt --archive --mark-read --output f.xml"
-        ),
-    )
-    export.add_argument(
-        "--format",
-        choices=("json", "csv", *gmail_exports.FORMATS),
-        default="json",
-        help="output format (default json); gmail-links: Gmail search URLs, one a line; gmail-filters: a file for "
-        "Gmail's Settings > Filters > Import filters",
-    )
-    export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
-    gmail_exports.add_arguments(export)
-    _common(export)
-    return parser
 
 
 def _settings(args: argparse.Namespace) -> IngesterSettings:
@@ -227,6 +129,27 @@ def _print_consent_url(url: str) -> None:
     )
 
 
+def _print_consent_url_and_paste(url: str) -> None:
+    _print_consent_url(url)
+    print(
+        "If the browser then shows an unreachable page (it runs on another machine), paste its address here "
+        "and press Enter:",
+        flush=True,
+    )
+
+
+def _refused_paste(line: str) -> None:
+    print(f"gmail-stats: {line}", file=sys.stderr, flush=True)
+
+
+def _pasted_lines(args: argparse.Namespace) -> PastedLines | None:
+    """Standard input as pasted redirect addresses: on a terminal, or when asked; never for unattended runs."""
+    stdin = sys.stdin
+    if stdin is None or not (args.paste_redirect or stdin.isatty()):
+        return None
+    return PastedLines(stdin.readline)
+
+
 def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.gmail.auth import GoogleAccess
     from ingester.gmail.backfill import BackfillRequest, run_backfill
@@ -234,6 +157,8 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.gmail.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
+    pasted = _pasted_lines(args)
+    on_consent_url = _print_consent_url if pasted is None else _print_consent_url_and_paste
     access = GoogleAccess(
         credentials_path=settings.credentials,
         tokens_path=settings.tokens,
@@ -244,6 +169,8 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         http_timeout=settings.http_timeout,
         note=reporter.note,
         shown_secrets=settings.host_secrets,
+        pasted=pasted,
+        on_refused_paste=_refused_paste,
     )
     tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()
@@ -262,7 +189,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 reporter=reporter,
                 cancel=cancel,
                 clock=system_clock,
-                on_consent_url=_print_consent_url,
+                on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
         else:
@@ -274,7 +201,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 reporter=reporter,
                 cancel=cancel,
                 clock=system_clock,
-                on_consent_url=_print_consent_url,
+                on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
     return _report(result, quiet=args.quiet)

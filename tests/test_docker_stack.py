@@ -360,7 +360,10 @@ def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
         made.down()
 
 
-def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tuple[Stack, int]) -> None:
+@pytest.mark.parametrize("answer", ["redirect", "paste"])
+def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tuple[Stack, int], answer: str) -> None:
+    """`paste`: the browser is on another machine, so the redirect address is pasted on the page, and the viewer
+    hands it to the scan runner's listener by its container name on the stack network."""
     from tests.fakes.mailbox import Mailbox
 
     stack, fake_port = scan_stack
@@ -377,10 +380,19 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
     assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2F" in consent_url
     # The browser: Google's consent page (published for the test), then the redirect to the scan's callback port.
     with httpx.Client(timeout=30) as browser:
-        answer = browser.get(
-            consent_url.replace("http://fake-google:8080/", f"http://127.0.0.1:{fake_port}/"), follow_redirects=True
+        page = browser.get(
+            consent_url.replace("http://fake-google:8080/", f"http://127.0.0.1:{fake_port}/"),
+            follow_redirects=answer == "redirect",
         )
-    assert answer.status_code == 200 and b"close this tab" in answer.content
+    if answer == "redirect":
+        assert page.status_code == 200 and b"close this tab" in page.content
+    else:
+        address = page.headers["location"]
+        forged = stack.post(f"/api/runs/{run_id}/consent", {"address": address.replace("state=", "state=x")})
+        assert (forged.status_code, forged.json()["error"]) == (422, "bad_request"), forged.text
+        assert stack.run(run_id)["state"] == "awaiting_auth"
+        pasted = stack.post(f"/api/runs/{run_id}/consent", {"address": address})
+        assert (pasted.status_code, pasted.json()) == (202, {"run_id": run_id}), pasted.text
     run = stack.wait_run(run_id, "done", "failed")
     expected = Mailbox.generate(FAKE_MESSAGES, seed=FAKE_SEED).expected_counts()
     assert (run["state"], run["outcome"], run["messages_new"]) == ("done", "complete", sum(expected.values()))

@@ -45,6 +45,9 @@ class _Runner:
     def reap(self) -> None:
         return None
 
+    def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
+        return "127.0.0.1", redirect_port
+
 
 @pytest.mark.parametrize(
     ("state", "lock_held", "runner_alive", "stopped"),

@@ -120,6 +120,7 @@ OPERATIONS = [
     ("POST", "/api/runs"),
     ("GET", "/api/imports"),
     ("POST", "/api/runs/{run_id}/cancel"),
+    ("POST", "/api/runs/{run_id}/consent"),
     ("GET", "/api/runs/{run_id}/log"),
     ("POST", "/api/hidden"),
 ]
@@ -130,6 +131,7 @@ WITH_INPUTS = {
     "/api/export.csv",
     "/api/runs",
     "/api/runs/{run_id}/cancel",
+    "/api/runs/{run_id}/consent",
     "/api/runs/{run_id}/log",
     "/api/hidden",
 }
@@ -187,6 +189,7 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
         "/api/runs",
         "/api/imports",
         "/api/runs/{run_id}/cancel",
+        "/api/runs/{run_id}/consent",
         "/api/runs/{run_id}/log",
         "/api/hidden",
         "/api/gmail/links",

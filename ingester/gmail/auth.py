@@ -21,7 +21,7 @@ from google_auth_httplib2 import Request
 from google_auth_oauthlib.flow import Flow
 from oauthlib.oauth2.rfc6749.errors import OAuth2Error
 
-from ingester.gmail.consent import wait_for_callback
+from ingester.gmail.consent import PastedLines, wait_for_callback
 from ingester.gmail.gmail import ClientFactory, GmailClient
 from ingester.gmail.gmail_google import TESTING_APP_HINT, GoogleGmailClient
 from shared.errors import ErrorKind, GmailApiError, GmailAuthError
@@ -112,7 +112,12 @@ class GoogleAccess:
         http_timeout: float,
         note: Callable[[str], None],
         shown_secrets: str | None = None,
+        pasted: PastedLines | None = None,
+        on_refused_paste: Callable[[str], None] = lambda line: None,
     ) -> None:
+        # A terminal's pasted redirect addresses (None: only the redirect answers, as for unattended runs).
+        self._pasted = pasted
+        self._on_refused_paste = on_refused_paste
         self._credentials_path = credentials_path
         self._shown_secrets = shown_secrets  # the host's secrets folder under Docker, for the errors' words
         self._tokens_path = tokens_path
@@ -173,7 +178,13 @@ class GoogleAccess:
                 ) from exc
             on_consent_url(url)
             callback = wait_for_callback(
-                bind=self._bind, port=self._port, state=state, timeout=self._timeout, cancel=cancel
+                bind=self._bind,
+                port=self._port,
+                state=state,
+                timeout=self._timeout,
+                cancel=cancel,
+                pasted=self._pasted,
+                on_refused=self._on_refused_paste,
             )
             if callback.error is not None:
                 if callback.error == "policy_enforced":

@@ -2,18 +2,27 @@
 
 The stock `run_local_server` answers exactly one request, so a favicon fetch or a port probe would end the flow;
 this listener serves every request and ignores those without the right `state`. It polls so a signal stops it.
+
+When the browser runs on another machine the redirect lands on that machine's 127.0.0.1 (an unreachable page);
+the person may then paste the address it shows, on a terminal (`PastedLines`), or on the page, whose viewer sends
+it here as the same GET. A pasted address passes the same `state` check as the redirect; the first answer wins.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ingester.gmail.gmail import AuthCancelled
 from shared.errors import ErrorKind, GmailAuthError
+
+# A consent redirect address is a few hundred characters; a longer paste is not one.
+MAX_PASTED_CHARS = 4096
 
 _POLL_SECONDS = 0.2
 _DONE_PAGE = b"<!doctype html><title>gmail-stats</title><p>gmail-stats has your answer. You can close this tab.</p>"
@@ -38,6 +47,61 @@ def parse_callback(path: str, *, state: str) -> Callback | None:
     if code is None and error is None:
         return None
     return Callback(code=code, error=error)
+
+
+class PasteRefused(ValueError):
+    """A pasted address that is not this consent's redirect; the message is the one line to show."""
+
+
+def pasted_callback(text: str, *, state: str) -> Callback:
+    """The consent code in an address the person pasted (the one their browser ended on); raises `PasteRefused`
+    with the reason when it is too long, belongs to another consent (`state`) or carries no `code`."""
+    text = text.strip()
+    if len(text) > MAX_PASTED_CHARS:
+        raise PasteRefused(f"that is longer than a consent address ({MAX_PASTED_CHARS} characters at most)")
+    query = parse_qs(urlsplit(text).query)
+    if query.get("state", [""])[0] != state:
+        raise PasteRefused(
+            "that address is not from this consent (its state differs); paste the address the browser showed "
+            "after the link printed above"
+        )
+    code = query.get("code", [""])[0]
+    if not code:
+        error = query.get("error", [""])[0]
+        why = f"Google answered {error}" if error else "it carries no code"
+        raise PasteRefused(f"that address gives no consent ({why}); open the link again and allow access")
+    return Callback(code=code, error=None)
+
+
+class PastedLines:
+    """Lines typed or pasted on a stream (a terminal's stdin), read by a daemon thread once `start` is called, so
+    the consent wait keeps serving the redirect while nobody types; end of input simply ends the reading."""
+
+    def __init__(self, readline: Callable[[], str]) -> None:
+        self._readline = readline
+        self._lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._read, name="pasted-consent", daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            while line := self._readline():
+                self._lines.put(line)
+        except (OSError, ValueError):  # a closed or unreadable stdin: only the redirect can answer then
+            return
+
+    def take(self) -> list[str]:
+        """The non-blank lines read since the last call."""
+        taken: list[str] = []
+        while not self._lines.empty():
+            line = self._lines.get_nowait()
+            if line.strip():
+                taken.append(line)
+        return taken
 
 
 class _Server(HTTPServer):
@@ -70,8 +134,18 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def wait_for_callback(*, bind: str, port: int, state: str, timeout: float, cancel: threading.Event) -> Callback:
-    """Serves the loopback redirect until a request with our `state` arrives; raises on timeout or cancel."""
+def wait_for_callback(
+    *,
+    bind: str,
+    port: int,
+    state: str,
+    timeout: float,
+    cancel: threading.Event,
+    pasted: PastedLines | None = None,
+    on_refused: Callable[[str], None] = lambda line: None,
+) -> Callback:
+    """Serves the loopback redirect until a request with our `state` arrives, or a valid address is `pasted`
+    (a refused one is told to `on_refused` in one line, and the wait goes on); raises on timeout or cancel."""
     try:
         server = _Server((bind, port), state=state)
     except OSError as exc:
@@ -81,6 +155,8 @@ def wait_for_callback(*, bind: str, port: int, state: str, timeout: float, cance
             kind=ErrorKind.AUTH_REQUIRED,
         ) from exc
     deadline = time.monotonic() + timeout
+    if pasted is not None:
+        pasted.start()
     try:
         while server.callback is None:
             if cancel.is_set():
@@ -91,7 +167,13 @@ def wait_for_callback(*, bind: str, port: int, state: str, timeout: float, cance
                     "printed link in a browser on this machine",
                     kind=ErrorKind.AUTH_REQUIRED,
                 )
-            server.handle_request()
+            server.handle_request()  # at most _POLL_SECONDS, so a paste is picked up promptly
+            for line in pasted.take() if pasted is not None and server.callback is None else ():
+                try:
+                    server.callback = pasted_callback(line, state=state)
+                    break
+                except PasteRefused as refused:
+                    on_refused(str(refused))
         return server.callback
     finally:
         server.server_close()

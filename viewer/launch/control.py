@@ -16,12 +16,15 @@ from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, get_run, run_by_launch_token
 from shared.schema.models import RunState, Source
 from viewer.errors import ApiError
+from viewer.launch.consent_paste import ACCEPTED, NOT_THIS_CONSENT, BadPaste, awaited_consent, deliver, parse_pasted
 from viewer.launch.imports import relative_to_import_dir, resolve_import
 from viewer.launch.launcher import LaunchCommand, Launched, Launcher, LaunchError, LaunchRequest
 from viewer.query.database import Database
 from viewer.settings import ViewerSettings
 
 _POLL_SECONDS = 0.05
+# The listener answers within a second (ingester/gmail/consent.py); a little more for a loaded machine.
+_CONSENT_DELIVERY_TIMEOUT = 10.0
 _REAP_EVERY_SECONDS = 5.0
 
 
@@ -202,3 +205,35 @@ class RunControl:
         if run is None or launched is None:
             raise ApiError(404, ErrorKind.NOT_OWNED, "only the log of a run started from this viewer is available")
         return self.launcher.log_tail(launched)
+
+    # -- consent pasted on the page ------------------------------------------------------------------------------
+
+    def paste_consent(self, run_id: int, address: str) -> None:
+        """Hands a pasted redirect address to the scan waiting for consent (see `viewer.launch.consent_paste`)."""
+        run, launched = self._owned_run(run_id)
+        awaited = awaited_consent(run.auth_url) if run is not None else None
+        if run is None or run.state != RunState.AWAITING_AUTH or awaited is None or not is_lock_held(self.settings.db):
+            raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is not waiting for consent")
+        try:
+            pasted = parse_pasted(address)
+        except BadPaste as exc:
+            raise ApiError(422, ErrorKind.BAD_REQUEST, str(exc)) from exc
+        if pasted.state != awaited.state:
+            raise ApiError(
+                422,
+                ErrorKind.BAD_REQUEST,
+                "that address is from another consent (its state differs); open the consent page again, allow "
+                "access and paste the address the browser ends on",
+            )
+        try:
+            host, port = self.launcher.consent_listener(launched, redirect_port=awaited.port)
+        except LaunchError as exc:
+            raise ApiError(409, ErrorKind.NOT_OWNED, str(exc), hint=exc.hint) from exc
+        try:
+            status = deliver(pasted, host=host, port=port, timeout=_CONSENT_DELIVERY_TIMEOUT)
+        except OSError as exc:
+            raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is no longer waiting for consent") from exc
+        if status == NOT_THIS_CONSENT:
+            raise ApiError(422, ErrorKind.BAD_REQUEST, "the scan refused that address: it is not from this consent")
+        if status != ACCEPTED:
+            raise ApiError(409, ErrorKind.NOT_RUNNING, f"the scan's consent listener answered HTTP {status}")

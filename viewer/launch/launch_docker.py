@@ -21,6 +21,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
 from viewer.launch.container_spec import (
+    OAUTH_CONTAINER_PORT,
     REQUESTS_DIR,
     ContainerSpec,
     DockerStack,
@@ -179,6 +180,16 @@ class DockerLauncher:
                     # Exactly the query the API filter allows: never `force`, never the volumes.
                     self._client.api.remove_container(name, v=False, link=False, force=False)
         self._client.close()
+
+    def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
+        """The scan runner by its container name on the stack network (it listens on 0.0.0.0 there); a scan from
+        `make scan` runs in a container of its own, out of the viewer's reach."""
+        if launched is None:
+            raise LaunchError(
+                "this scan was started in a terminal, not from this page",
+                hint="paste the address in that terminal, where the scan waits for it",
+            )
+        return self._runners.name_for(LaunchCommand.SCAN), OAUTH_CONTAINER_PORT
 
     def _request_path(self, command: LaunchCommand) -> Path:
         return Path(self._runners.requests_dir) / f"{command}.json"

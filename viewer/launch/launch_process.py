@@ -161,6 +161,10 @@ class ProcessLauncher:
         # A child process cannot be re-parented to a new viewer; its run still shows, as started elsewhere.
         return []
 
+    def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
+        # Any scan on this machine (started here or in a terminal) listens on its redirect's loopback port.
+        return "127.0.0.1", redirect_port
+
     def reap(self) -> None:
         """Collects exit statuses (no zombies); logs stay readable until the viewer stops."""
         with self._lock:

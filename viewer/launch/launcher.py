@@ -71,3 +71,8 @@ class Launcher(Protocol):
     def reap(self) -> None:
         """Forgets (and for Docker removes) finished ingesters whose outcome is on their run row."""
         ...
+
+    def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
+        """Host and port where the viewer reaches a scan's consent listener (`redirect_port` is its redirect's
+        port; `launched` the scan's when this viewer started it); raises `LaunchError` when it cannot."""
+        ...

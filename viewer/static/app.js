@@ -8,7 +8,7 @@ import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
 import { loadHistory, loadLog, wireHistory } from "./history.js";
-import { cancel, launch, renderBanner, renderProgress, setRunHooks } from "./runs.js";
+import { cancel, launch, pasteConsent, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
 import { loadTable, wireTable } from "./table.js";
@@ -180,6 +180,7 @@ function init() {
   });
   $("export").addEventListener("click", exportCsv);
   $("progress-cancel").addEventListener("click", cancel);
+  $("progress-paste").addEventListener("submit", pasteConsent);
   $("progress-log").addEventListener("click", () => {
     state.logOpen = !state.logOpen;
     $("progress-log").setAttribute("aria-expanded", String(state.logOpen));

@@ -107,6 +107,8 @@ export function renderProgress(status) {
   consent.classList.toggle("hidden", !url);
   if (url) link.href = url;
   else link.removeAttribute("href");
+  $("progress-paste").dataset.runId = String(run.run_id);
+  if (!url) $("progress-paste-message").replaceChildren(); // the next consent starts without the last one's answer
 
   const cancel = $("progress-cancel");
   cancel.classList.toggle("hidden", !owned);
@@ -167,6 +169,31 @@ export async function cancel() {
   }
   state.pollDelay = 1000;
   hooks.poll();
+}
+
+/**
+ * Consent given in a browser that cannot reach the scan (on another machine): the address it ended on goes to the
+ * viewer, which hands only its state and code to the scan's own listener; the scan checks the state again.
+ */
+export async function pasteConsent(event) {
+  event.preventDefault();
+  const node = $("progress-paste-send");
+  if (node.dataset.busy) return;
+  const input = $("progress-paste-address");
+  const runId = Number($("progress-paste").dataset.runId);
+  const done = busy(node, "Sending…");
+  $("progress-paste-message").replaceChildren();
+  try {
+    await api(`/api/runs/${runId}/consent`, { body: { address: input.value } });
+    input.value = "";
+    showMessage("progress-paste-message", "Consent handed to the scan: it goes on in a moment.", "info");
+    state.pollDelay = 1000;
+    hooks.poll();
+  } catch (err) {
+    showFailure("progress-paste-message", err);
+  } finally {
+    done();
+  }
 }
 
 // ---- The run-state banner -----------------------------------------------------------------------------------

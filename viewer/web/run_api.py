@@ -28,6 +28,8 @@ from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
     CancelledOut,
+    ConsentBody,
+    ConsentOut,
     ErrorOut,
     ImportFileOut,
     ImportsOut,
@@ -197,6 +199,14 @@ def cancel_run(run_id: RunId, control: ControlDep, cache: CacheDep) -> Cancelled
     control.cancel(run_id)
     cache.clear()
     return CancelledOut(run_id=run_id)
+
+
+@router.post("/runs/{run_id}/consent", status_code=202)
+def paste_consent(run_id: RunId, body: ConsentBody, control: ControlDep, cache: CacheDep) -> ConsentOut:
+    """The address a browser on another machine ended on, handed to the waiting scan's own consent listener."""
+    control.paste_consent(run_id, body.address)
+    cache.clear()
+    return ConsentOut(run_id=run_id)
 
 
 @router.get("/runs/{run_id}/log")

@@ -25,6 +25,15 @@ class LaunchBody(BaseModel):
     resume_run_id: int | None = Field(default=None, ge=1, le=MAX_ID)
 
 
+class ConsentBody(BaseModel):
+    """`POST /api/runs/{run_id}/consent`: the address the browser ended on after consent, when it could not reach
+    the scan (a browser on another machine); only its `state` and `code` are used."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str = Field(max_length=4096, description="e.g. `http://127.0.0.1:8765/?state=…&code=…`")
+
+
 class HiddenBody(BaseModel):
     """`POST /api/hidden`: the page's hidden senders, registered once and then named by id in `hidden=`."""
 
@@ -217,6 +226,10 @@ class LaunchedOut(_Out):
 
 class CancelledOut(_Out):
     run_id: int
+
+
+class ConsentOut(_Out):
+    run_id: int = Field(description="the scan now has its consent code; its run row shows how it goes on")
 
 
 class RunLogOut(_Out):
