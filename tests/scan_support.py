@@ -19,6 +19,7 @@ from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import SINGLES, ConversationMix, FakeMessage, Mailbox
 from tests.fakes.takeout import write_takeout
 from tests.importing import counts_of
+from tests.net import free_port
 from tests.polling import wait_for as wait_for  # the one polling helper, importable from here too
 
 # The one count reader (tests/importing.py), under the name the scan tests use.
@@ -44,6 +45,8 @@ class GoogleSetup:
             # Tests pace by the fake's quota when they want to; by default neither side limits, retries are quick.
             "GMAIL_STATS_QUOTA_UNITS_PER_SEC": "1000000",
             "GMAIL_STATS_RETRY_BASE_SECONDS": "0.02",
+            # Never the default 8765: a Docker stack test on the other worker publishes its scan runner there.
+            "GMAIL_STATS_OAUTH_PORT": str(free_port()),
         }
         values.update(extra)
         return values

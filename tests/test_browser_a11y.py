@@ -44,7 +44,8 @@ def _patient_expect() -> None:
     expect.set_options(timeout=TIMEOUT_MS)
 
 
-def _tab_to(page: Page, selector: str, *, limit: int = 80, back: bool = False) -> None:
+def _tab_to(page: Page, selector: str, *, limit: int = 400, back: bool = False) -> None:
+    """Tabs until `selector` has focus; each table row holds three stops (its box, name and Hide)."""
     for _ in range(limit):
         page.keyboard.press("Shift+Tab" if back else "Tab")
         if page.evaluate("(s) => Boolean(document.activeElement && document.activeElement.matches(s))", selector):

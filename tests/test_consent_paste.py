@@ -173,6 +173,14 @@ def _scan_with_stdin(g: GoogleSetup, *args: str, tty: bool) -> Iterator[_Scan]:
             os.close(master)
 
 
+def _stdout_at_exit(scan: _Scan) -> str:
+    """Its stdout once it has exited; stderr stays the reader thread's (`communicate` would read and close it)."""
+    assert scan.process.stdout is not None
+    stdout = scan.process.stdout.read()
+    scan.process.wait(timeout=120)
+    return stdout
+
+
 def _awaiting(g: GoogleSetup) -> dict[str, Any]:
     def check() -> dict[str, Any] | None:
         run = last_run(g.db)
@@ -188,7 +196,7 @@ def test_a_terminal_scan_takes_the_pasted_address_after_refusing_another_consent
         wait_for(lambda: scan.stderr_has("state differs"), timeout=30, what="the refusal line")
         assert scan.process.poll() is None and _awaiting(g)["state"] == "awaiting_auth"
         scan.paste(address)
-        stdout, _ = scan.process.communicate(timeout=120)
+        stdout = _stdout_at_exit(scan)
         assert scan.process.returncode == 0, "".join(scan.stderr_lines)
         assert PROMPT in stdout
         refusals = [line for line in scan.stderr_lines if "consent" in line and "gmail-stats:" in line]
@@ -212,7 +220,7 @@ def test_a_piped_stdin_is_read_only_when_asked(tmp_path: Path, asked: bool) -> N
         else:  # unattended runs are unchanged: only the redirect answers
             with httpx.Client(timeout=30) as browser:
                 assert browser.get(auth_url, follow_redirects=True).status_code == 200
-        stdout, _ = scan.process.communicate(timeout=120)
+        stdout = _stdout_at_exit(scan)
         assert scan.process.returncode == 0, "".join(scan.stderr_lines)
         assert (PROMPT in stdout) is asked
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()

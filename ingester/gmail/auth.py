@@ -176,7 +176,6 @@ class GoogleAccess:
                 raise GmailAuthError(
                     f"cannot start Google's consent flow: {exc}", kind=ErrorKind.AUTH_REQUIRED
                 ) from exc
-            on_consent_url(url)
             callback = wait_for_callback(
                 bind=self._bind,
                 port=self._port,
@@ -185,6 +184,7 @@ class GoogleAccess:
                 cancel=cancel,
                 pasted=self._pasted,
                 on_refused=self._on_refused_paste,
+                on_listening=lambda: on_consent_url(url),
             )
             if callback.error is not None:
                 if callback.error == "policy_enforced":

@@ -143,9 +143,13 @@ def wait_for_callback(
     cancel: threading.Event,
     pasted: PastedLines | None = None,
     on_refused: Callable[[str], None] = lambda line: None,
+    on_listening: Callable[[], None] = lambda: None,
 ) -> Callback:
     """Serves the loopback redirect until a request with our `state` arrives, or a valid address is `pasted`
-    (a refused one is told to `on_refused` in one line, and the wait goes on); raises on timeout or cancel."""
+    (a refused one is told to `on_refused` in one line, and the wait goes on); raises on timeout or cancel.
+
+    `on_listening` runs once the port is bound: the consent link is shown only then, so a browser that follows it
+    at once never finds the callback port closed."""
     try:
         server = _Server((bind, port), state=state)
     except OSError as exc:
@@ -154,6 +158,11 @@ def wait_for_callback(
             "free that port or set GMAIL_STATS_OAUTH_PORT",
             kind=ErrorKind.AUTH_REQUIRED,
         ) from exc
+    try:
+        on_listening()
+    except BaseException:
+        server.server_close()
+        raise
     deadline = time.monotonic() + timeout
     if pasted is not None:
         pasted.start()
