@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -175,3 +176,20 @@ def ensure_image() -> str:
     """Requires the engine, then builds the image once per test session."""
     require_engine()
     return _built()
+
+
+def wait_until_host_port_free(port: int, *, why: str) -> None:
+    """Waits until nothing listens on 127.0.0.1:`port`, or fails naming the containers that publish it.
+
+    A previous case's container may have published the port; the engine frees it a moment after removing that
+    container (docker-proxy exits last), so the state is waited on before the port is called taken."""
+
+    def free() -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", port)) != 0
+
+    try:
+        wait_for(free, timeout=60, interval=0.5, what=f"127.0.0.1:{port} free")
+    except AssertionError:
+        holders = docker("ps", "--all", "--filter", f"publish={port}", "--format", "{{.Names}}", check=False)
+        pytest.fail(f"127.0.0.1:{port} is taken (containers: {holders.stdout.split() or 'none'}); {why}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import tempfile
@@ -26,7 +25,16 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.dockerenv import IMAGE, INGESTER_UID, docker, ensure_image, python_image, remove_containers, wait_for
+from tests.dockerenv import (
+    IMAGE,
+    INGESTER_UID,
+    docker,
+    ensure_image,
+    python_image,
+    remove_containers,
+    wait_for,
+    wait_until_host_port_free,
+)
 from tests.factories import generate_messages, write_mbox
 from tests.fakes.google import FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
@@ -122,9 +130,7 @@ class QuickStart:
 @pytest.fixture
 def quickstart() -> Iterator[QuickStart]:
     ensure_image()
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", OAUTH_PORT)) == 0:
-            pytest.fail(f"127.0.0.1:{OAUTH_PORT} is taken; `make scan` publishes its consent callback there")
+    wait_until_host_port_free(OAUTH_PORT, why="`make scan` publishes its consent callback there")
     with host_user() as user, tempfile.TemporaryDirectory(prefix="gmstest-clone-", dir="/tmp") as where:
         Path(where).chmod(0o755)
         repo = fresh_copy(user, into=Path(where) / "gmail-stats")

@@ -7,7 +7,6 @@ Each test brings up a project of its own (its own volume, folders and a free loo
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import uuid
@@ -30,6 +29,7 @@ from tests.dockerenv import (
     remove_containers,
     throttle,
     wait_for,
+    wait_until_host_port_free,
 )
 from tests.factories import generate_messages, write_mbox
 from tests.net import free_port
@@ -305,18 +305,12 @@ FAKE_SEED = 11
 OAUTH_PORT = 8765
 
 
-def port_is_free(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) != 0
-
-
 @pytest.fixture
 def scan_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
     from tests.fakes.google import FakeGoogle
     from tests.fakes.mailbox import Mailbox
 
-    if not port_is_free(OAUTH_PORT):
-        pytest.fail(f"127.0.0.1:{OAUTH_PORT} is taken; the consent callback of a UI scan is published there")
+    wait_until_host_port_free(OAUTH_PORT, why="the consent callback of a UI scan is published there")
     ensure_image()
     made = Stack(tmp_path)
     fake_port = free_port()
