@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ingester.mbox.mbox import iter_regions
+from ingester.mbox.segments import masked_line
 from shared.mbox_format import SEPARATOR, separator_date, sniff_mbox
 from tests.conftest import run_cli
 from tests.importing import counts_of, query
@@ -69,8 +70,22 @@ def test_a_separator_with_a_doubled_blank_is_reported_not_merged(tmp_path: Path,
     (warning,) = json.loads(tail)
     assert warning == (
         f"skipped bytes {len(first)}-{len(first) + len(_message(2, separator=flipped))}: a line that looks like a "
-        f"separator of an unknown shape starts a message that is not counted: {flipped.decode()!r}"
+        "separator of an unknown shape starts a message that is not counted (letters and digits masked, as it may "
+        "be message text): 'From  9999999999999999999@x Fri Dec 99 99:99:99 +9999 9999'"
     )
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        (b"From Monday 3 on we meet at J\xc3\xa9r\xc3\xb4me's", '"From x 9 x x x x x??x??x\'x"'),
+        (b"From: Tue 9\x00\x1b[2J", "'From: Tue 9??[9x'"),
+        (b"From " + b"a" * 300, "'From x'…"),
+        (b"From Sept 1st, June July", "'From Sept 9x, June July'"),
+    ],
+)
+def test_a_suspect_line_is_quoted_as_its_shape_never_its_words(line: bytes, shown: str) -> None:
+    assert masked_line(line) == shown
 
 
 def test_a_pipe_is_refused_with_what_to_do(tmp_path: Path, db_path: Path) -> None:
