@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,33 @@ def test_a_separator_with_a_doubled_blank_is_reported_not_merged(tmp_path: Path,
 )
 def test_a_suspect_line_is_quoted_as_its_shape_never_its_words(line: bytes, shown: str) -> None:
     assert masked_line(line) == shown
+
+
+SEPARATORS = [
+    b"From 1000000000000000002@xxx Fri Dec 04 20:33:24 +0000 2020",  # Takeout
+    b"From MAILER-DAEMON Fri Jul  8 12:08:34 2011",
+    b"From bob@example.com Tue Feb  9 01:05:34 1998",
+]
+
+
+def _flips(line: bytes) -> Iterator[bytes]:
+    """Every one-byte change after `From `: a blank, a newline, a letter, a digit or a tab in its place, deleted or
+    doubled blank."""
+    for pos in range(5, len(line)):
+        for value in (b" ", b"\n", b"x", b"0", b"\t", b"", b"  "):
+            yield line[:pos] + value + line[pos + 1 :]
+
+
+@pytest.mark.parametrize("separator", SEPARATORS)
+def test_no_single_byte_flip_of_a_separator_merges_two_messages_silently(separator: bytes) -> None:
+    merged = []
+    for flipped in _flips(separator):
+        data = _message(1, separator=separator) + _message(2, separator=flipped) + _message(3, separator=separator)
+        regions = list(iter_regions(io.BytesIO(data)))
+        # The flipped message is counted (still a separator) or its region is reported, never folded into the first.
+        if sum(1 for r in regions if r.suspect or r.postmark is not None) != 3:
+            merged.append(flipped)
+    assert merged == []
 
 
 def test_a_pipe_is_refused_with_what_to_do(tmp_path: Path, db_path: Path) -> None:
