@@ -197,12 +197,25 @@ class Session:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             raise AssertionError(f"still running after {timeout} s:\n{self.output()[-3000:]}") from None
+        self._close_output()
+        return code
+
+    def close(self) -> None:
+        """Ends the command if it still runs (its whole process group) and closes its output; idempotent."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+        self._close_output()
+
+    def _close_output(self) -> None:
         self._reader.join(10)
         if self.tty:
-            os.close(self._master)
+            if self._master >= 0:
+                os.close(self._master)
+                self._master = -1
         elif self.process.stdout is not None:
             self.process.stdout.close()
-        return code
 
 
 def _take_terminal() -> None:

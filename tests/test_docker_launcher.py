@@ -190,13 +190,11 @@ def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack
     )
     launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="a.mbox"))
-    wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=30, what="the stubborn program is up")
+    wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=120, what="the stubborn program is up")
     cancelled_at = time.monotonic()
     launcher.cancel(launched, grace_seconds=2)
-    time.sleep(1)
-    assert launcher.is_alive(launched)  # SIGTERM ignored
-    assert launcher.wait_for_exit(launched, timeout=30)
-    assert time.monotonic() - cancelled_at >= 2
+    assert launcher.wait_for_exit(launched, timeout=60)
+    assert time.monotonic() - cancelled_at >= 2  # SIGTERM ignored: it lived through the grace period
     assert container_state(runners.import_name)["ExitCode"] == 137  # SIGKILL
 
 

@@ -39,6 +39,46 @@ _REASONS = {
 }
 
 
+class BatchGate:
+    """Holds batch requests so a test can act while a scan is certainly mid-flight, whatever the machine's speed.
+
+    `hold_after(n)` lets `n` more batches through, then makes each later one wait, unanswered, until `release()`;
+    `holding()` says whether one is waiting now (the scan is inside a fetch, with more to come).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._budget: int | None = None  # None: open
+        self._waiting = 0
+
+    def hold_after(self, batches: int) -> None:
+        with self._cond:
+            self._budget = batches
+
+    def release(self) -> None:
+        with self._cond:
+            self._budget = None
+            self._cond.notify_all()
+
+    def holding(self) -> bool:
+        with self._cond:
+            return self._waiting > 0
+
+    def pass_through(self) -> None:
+        """Called by each batch before it is answered."""
+        with self._cond:
+            if self._budget is None:
+                return
+            if self._budget > 0:
+                self._budget -= 1
+                return
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: self._budget is None)
+            finally:
+                self._waiting -= 1
+
+
 @dataclass(slots=True)
 class Faults:
     """What to break. Rates are probabilities per Gmail call (each call inside a batch counts)."""
@@ -56,6 +96,7 @@ class Faults:
     consent: str = "approve"  # or "deny", "policy_enforced"
     list_delay_seconds: float = 0.0
     next_429: int = 0  # the next N Gmail calls answer 429 whatever the quota
+    gate: BatchGate = field(default_factory=BatchGate)  # batches held until released
 
 
 class TokenBucket:
@@ -475,6 +516,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if google.roll(faults.stall_rate):
             time.sleep(faults.stall_seconds)
+        faults.gate.pass_through()
         boundary = f"batch_{google.rng.getrandbits(64):016x}"
         out = []
         for content_id, inner in split_batch(body, self.headers.get("Content-Type", "")):
