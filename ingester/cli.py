@@ -25,7 +25,7 @@ from ingester.runs.signals import cancel_on_signals
 from ingester.settings import IngesterSettings
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import GmailStatsError, UsageError
-from shared.resume import CommandStyle, resume_command
+from shared.resume import CommandStyle, resume_command, runs_command
 from shared.schema.models import RunState, Source
 from shared.timeutil import system_clock
 
@@ -75,7 +75,7 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
             parse_workers=settings.effective_parse_workers(),
             resume_hint=resume,
         )
-    return _report(result, quiet=args.quiet)
+    return _report(result, quiet=args.quiet, runs=resume.runs_command())
 
 
 class _Resume:
@@ -99,6 +99,10 @@ class _Resume:
         self.last = resume_command(source=self.source, run_id=run_id, style=self.style, db=self.db, mbox_path=self.mbox)
         return self.last
 
+    def runs_command(self) -> str:
+        """The command listing the runs' warnings, in this process's words (`make runs` under Docker)."""
+        return runs_command(self.style, self.db)
+
     def abort_note(self) -> str:
         if not self.last:
             return "nothing was started yet"
@@ -114,11 +118,11 @@ def _host_path(mbox: Path | None, import_dir: Path | None, host_import_dir: str 
     return str(mbox.absolute())
 
 
-def _report(result: RunResult, *, quiet: bool) -> int:
+def _report(result: RunResult, *, quiet: bool, runs: str) -> int:
     if result.state == RunState.CANCELLED:
         print(f"cancelled; resume with: {result.resume_command}", file=sys.stderr, flush=True)
     if not quiet:
-        print(result.summary(), file=sys.stderr)
+        print(result.summary(runs_command=runs), file=sys.stderr)
     return EXIT_OK
 
 
@@ -204,7 +208,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
-    return _report(result, quiet=args.quiet)
+    return _report(result, quiet=args.quiet, runs=resume.runs_command())
 
 
 def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:

@@ -128,13 +128,16 @@ def test_warnings_are_counted_in_the_summary_and_listed_by_runs_verbose(tmp_path
     assert plain.returncode == 0, plain.stderr
     assert "warning:" not in plain.stderr
     assert plain.stderr.rstrip().endswith(
-        "0 skipped, 1 warning (listed by `gmail-stats runs --verbose` and on the page)"
+        f"0 skipped, 1 warning (listed by `gmail-stats runs --verbose --db {db_path}` and on the page)"
     )
     listed = run_cli("runs", "--verbose", "--db", db_path)
     assert listed.stdout.splitlines()[1:] == [
         "    warning: bytes 0-73: sender header: broken encoded-word (charset 'utf-7'); counted as is"
     ]
     assert run_cli("runs", "--db", db_path).stdout.count("\n") == 1
+    # Under Docker the ingester says the host's verb (the import is new to this database: same warning again).
+    under_docker = run_cli("import", mbox, "--db", tmp_path / "other.db", GMAIL_STATS_COMMAND_STYLE="make")
+    assert under_docker.stderr.rstrip().endswith("1 warning (listed by `make runs` and on the page)")
 
 
 def test_help_has_examples() -> None:
