@@ -1,11 +1,8 @@
-"""The senders a narrowing filter matches (a search, a preset, a domain): counted once per filter and database change.
+"""The senders a narrowing filter matches (a search, a preset, a domain): counted once per filter and generation.
 
-This is SQLite's answer, for when the viewer has no in-memory copy of the senders (`viewer.query.sender_index`: while an
-ingester writes, when it is turned off, or for a search `LIKE` does not decide).
-
-A filtered page needs the filter's exact total, and counting it is a pass over every match (a trigram search, a
-scan, an index range) that costs far more than the page itself. So the caller keeps the `Match` while the database
-files are unchanged: later pages and sorts of the same filter, and the polls of an open page, reuse it.
+A filtered page needs the filter's total, and counting it is a pass over every match (a trigram search, a scan, an
+index range) that costs far more than the page itself. So the caller keeps the `Match` in the one cache: later pages
+and sorts of the same filter, and the polls of an open page, reuse it until the next commit.
 
 When the matches are few, their ids come along and a page is sorted from those rows alone (walking a sort index
 for rare matches would read most of it). When they are many, a search is tested on each row (`LIKE`, never a

@@ -3,13 +3,11 @@
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
 `sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
 common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.query.filter_match` (once
-per database change) and paged from what it found, unless the viewer holds the senders in memory
-(`viewer.query.sender_index`): then that copy picks the page's ids and `rows_by_ids` reads them.
+per generation, in the one cache) and paged from what it found.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -254,15 +252,6 @@ def senders_page(
         stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
     return SendersPage(total, messages, [_row(r) for r in conn.execute(stmt)])
-
-
-def rows_by_ids(conn: Connection, ids: list[int]) -> list[SenderListRow]:
-    """The rows of `ids`, in that order (a page whose order the sender index chose)."""
-    if not ids:
-        return []
-    chosen = func.json_each(json.dumps(ids)).table_valued("key", "value").alias("chosen")
-    stmt = select(*_COLUMNS).select_from(chosen).join(senders, _S.id == chosen.c.value).order_by(chosen.c.key)
-    return [_row(r) for r in conn.execute(stmt)]
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
