@@ -5,14 +5,12 @@ Every route declares its pydantic answer (`viewer.web.schemas`), which is also t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Connection
-from starlette.concurrency import run_in_threadpool
 
 from shared.errors import ErrorKind
 from shared.summary import SenderRow, all_senders
@@ -25,6 +23,7 @@ from viewer.query.hidden_queries import HiddenSet
 from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SenderListRow, SortKey, SortOrder
+from viewer.web.answers import Read, generation_headers, label, threaded
 from viewer.web.deps import ClockDep, DatabaseDep, StateDep
 from viewer.web.export import build_csv
 from viewer.web.filter_params import FilterDep
@@ -60,11 +59,13 @@ def _json(model: SendersOut | StatusOut | DomainsOut | VolumeOut) -> bytes:
 
 
 @router.get("/summary")
-def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
+def summary(database: DatabaseDep, clock: ClockDep, response: Response) -> SummaryOut:
     now = int(clock())
     if database.exists():
         with database.connect() as conn:
-            if database.require_ready(conn).state is DbState.READY:
+            snap = database.require_ready(conn)
+            if snap.state is DbState.READY:
+                label(response, snap.generation)
                 senders = all_senders(conn)
                 return SummaryOut(
                     total_messages=sum(s.mails_sent for s in senders),
@@ -72,11 +73,6 @@ def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
                     generated_at_unix=now,
                 )
     return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
-
-
-async def _threaded(compute: Callable[[], bytes]) -> Response:
-    """A JSON answer computed in the threadpool (it opens a connection and may wait on SQLite)."""
-    return Response(await run_in_threadpool(compute), media_type="application/json")
 
 
 def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
@@ -100,20 +96,21 @@ async def senders(
     database, clock = state.database, state.clock
     key = ("senders", f.key(), sort, order, offset, limit)
 
-    def compute() -> bytes:
+    def compute() -> Read:
         now = int(clock())
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.totals is not None and snap.state is DbState.READY:
                     totals = snap.totals
-                    return database.cache.get(
+                    body = database.cache.get(
                         snap.generation, key, lambda: _json(_senders(database, snap, totals, conn, now, f, key))
                     )
-        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now))
+                    return body, snap.generation
+        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now)), None
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
-    return await _threaded(compute)
+    return await threaded(compute)
 
 
 _NO_SENDERS: dict[str, Any] = {
@@ -190,16 +187,16 @@ async def domains(
             DomainsOut(total=found.total, total_messages=found.total_messages, domains=rows, generated_at_unix=now)
         )
 
-    def compute() -> bytes:
+    def compute() -> Read:
         now = int(clock())
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.state is DbState.READY:
-                    return database.cache.get(snap.generation, key, lambda: page(conn, snap, now))
-        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))
+                    return database.cache.get(snap.generation, key, lambda: page(conn, snap, now)), snap.generation
+        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)), None
 
-    return await _threaded(compute)
+    return await threaded(compute)
 
 
 @router.get("/volume", response_model=VolumeOut)
@@ -228,16 +225,16 @@ async def volume(
             raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
         return _json(VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated))
 
-    def compute() -> bytes:
+    def compute() -> Read:
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
                 if snap.totals is not None and snap.state is DbState.READY:
                     totals = snap.totals
-                    return database.cache.get(snap.generation, key, lambda: series(conn, snap, totals))
-        return _json(VolumeOut(months=[], undated=0))
+                    return database.cache.get(snap.generation, key, lambda: series(conn, snap, totals)), snap.generation
+        return _json(VolumeOut(months=[], undated=0)), None
 
-    return await _threaded(compute)
+    return await threaded(compute)
 
 
 @router.get(
@@ -260,6 +257,7 @@ def export_csv(
         headers={
             "Content-Disposition": 'attachment; filename="gmail-stats-senders.csv"',
             "Content-Length": str(body.size),
+            **generation_headers(body.generation),
         },
     )
 

@@ -20,7 +20,7 @@ from shared.text.csv_cells import neutralise_row
 from viewer.errors import ApiError
 from viewer.query.database import Database
 from viewer.query.filters import SenderFilter
-from viewer.query.queries import DbState
+from viewer.query.queries import DbState, Generation
 from viewer.query.sender_queries import SenderListRow, SortKey, SortOrder, iter_senders
 
 log = logging.getLogger("viewer")
@@ -34,6 +34,7 @@ CHUNK_BYTES = 64 * 1024
 class CsvBody:
     file: IO[bytes]
     size: int
+    generation: Generation | None  # the snapshot it was read from
 
     def chunks(self) -> Iterator[bytes]:
         """The whole body in chunks, then the spooled file closed (also if the client goes away)."""
@@ -100,10 +101,13 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
         text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
+        generation = None
         if database.exists():
             with database.connect() as conn:
-                # One SELECT, so one snapshot of the table even while an ingester commits (WAL).
-                if database.require_ready(conn).state is DbState.READY:
+                # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
+                snap = database.require_ready(conn)
+                if snap.state is DbState.READY:
+                    generation = snap.generation
                     for sender in iter_senders(conn, f=f, sort=sort, order=order):
                         writer.writerow(csv_row(sender))
         text.flush()
@@ -118,4 +122,4 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
     except BaseException:
         spool.close()
         raise
-    return CsvBody(file=spool, size=size)
+    return CsvBody(file=spool, size=size, generation=generation)

@@ -22,8 +22,10 @@ from viewer.errors import from_bad_contents
 from viewer.launch.control import LaunchAsk, RunControl
 from viewer.launch.imports import list_mbox_files, relative_to_import_dir
 from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
+from viewer.query import queries
 from viewer.query.database import Database
-from viewer.query.queries import DbState
+from viewer.query.queries import DbState, Generation
+from viewer.web.answers import Read, label, threaded
 from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep, ViewerState
 from viewer.web.schemas import (
     ERROR_RESPONSES,
@@ -88,9 +90,9 @@ class _RunFacts:
     unrepaired_count: int
 
 
-def _run_facts(database: Database) -> _RunFacts:
+def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
     if not database.exists():
-        return _RunFacts(DbState.MISSING, None, [], {}, False, 0)
+        return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
     with database.connect() as conn:
         snap = database.snapshot(conn)
 
@@ -103,7 +105,7 @@ def _run_facts(database: Database) -> _RunFacts:
                 snap.state, open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn), mixed, unrepaired
             )
 
-        return database.cache.get(snap.generation, "status", read)
+        return database.cache.get(snap.generation, "status", read), snap.generation
 
 
 @router.get("/status", response_model=StatusOut)
@@ -112,12 +114,12 @@ async def status(state: StateDep) -> Response:
     and the rate are this poll's own."""
     if state.control.reap_due():
         await run_in_threadpool(state.control.reap)
-    return Response(await run_in_threadpool(_status, state), media_type="application/json")
+    return await threaded(lambda: _status(state))
 
 
-def _status(state: ViewerState) -> bytes:
+def _status(state: ViewerState) -> Read:
     control, lock_held = state.control, is_lock_held(state.settings.db)
-    facts = _run_facts(state.database)
+    facts, generation = _run_facts(state.database)
     # An open row without the lock belongs to a dead ingester: it is history, not activity.
     active = facts.open_run if lock_held else None
     last = next((run for run in facts.recent if active is None or run.run_id != active.run_id), None)
@@ -143,18 +145,23 @@ def _status(state: ViewerState) -> bytes:
         csrf_token=state.csrf_token,
         now_unix=int(state.clock()),
     )
-    return document.model_dump_json().encode()
+    return document.model_dump_json().encode(), generation
 
 
 @router.get("/runs")
 def runs(
-    database: DatabaseDep, control: ControlDep, clock: ClockDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
+    database: DatabaseDep,
+    control: ControlDep,
+    clock: ClockDep,
+    response: Response,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> RunsOut:
     out: list[RunOut] = []
     lock_held = is_lock_held(control.settings.db)
     if database.exists():
         with database.connect() as conn:
             if database.schema_ready(conn):
+                label(response, queries.generation(conn))
                 unfetched = unfetched_by_run(conn)
                 out = [
                     _run_out(run, control, lock_held=lock_held, unfetched=unfetched)
