@@ -64,8 +64,8 @@ def summary(database: DatabaseDep, clock: ClockDep, response: Response) -> Summa
     if database.exists():
         with database.connect() as conn:
             snap = database.require_ready(conn)
+            label(response, snap.generation)
             if snap.state is DbState.READY:
-                label(response, snap.generation)
                 senders = all_senders(conn)
                 return SummaryOut(
                     total_messages=sum(s.mails_sent for s in senders),
@@ -97,17 +97,18 @@ async def senders(
     key = ("senders", f.key(), sort, order, offset, limit)
 
     def compute() -> Read:
-        now = int(clock())
+        now, generation = int(clock()), None
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.totals is not None and snap.state is DbState.READY:
                     totals = snap.totals
                     body = database.cache.get(
-                        snap.generation, key, lambda: _json(_senders(database, snap, totals, conn, now, f, key))
+                        generation, key, lambda: _json(_senders(database, snap, totals, conn, now, f, key))
                     )
-                    return body, snap.generation
-        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now)), None
+                    return body, generation
+        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now)), generation
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
     return await threaded(compute)
@@ -188,13 +189,14 @@ async def domains(
         )
 
     def compute() -> Read:
-        now = int(clock())
+        now, generation = int(clock()), None
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.state is DbState.READY:
-                    return database.cache.get(snap.generation, key, lambda: page(conn, snap, now)), snap.generation
-        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)), None
+                    return database.cache.get(generation, key, lambda: page(conn, snap, now)), generation
+        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)), generation
 
     return await threaded(compute)
 
@@ -226,13 +228,15 @@ async def volume(
         return _json(VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated))
 
     def compute() -> Read:
+        generation = None
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.totals is not None and snap.state is DbState.READY:
                     totals = snap.totals
-                    return database.cache.get(snap.generation, key, lambda: series(conn, snap, totals)), snap.generation
-        return _json(VolumeOut(months=[], undated=0)), None
+                    return database.cache.get(generation, key, lambda: series(conn, snap, totals)), generation
+        return _json(VolumeOut(months=[], undated=0)), generation
 
     return await threaded(compute)
 

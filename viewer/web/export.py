@@ -106,8 +106,8 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
             with database.connect() as conn:
                 # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.state is DbState.READY:
-                    generation = snap.generation
                     for sender in iter_senders(conn, f=f, sort=sort, order=order):
                         writer.writerow(csv_row(sender))
         text.flush()
