@@ -13,6 +13,7 @@ from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
+from shared.sender_list import SenderListRow
 from shared.summary import SenderRow, all_senders
 from viewer.errors import ApiError
 from viewer.query import filter_match, hidden_queries, rollup_queries, sender_queries, volume_queries
@@ -22,7 +23,7 @@ from viewer.query.filters import SenderFilter
 from viewer.query.hidden_queries import HiddenSet
 from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
-from viewer.query.sender_queries import SenderListRow, SortKey, SortOrder
+from viewer.query.sender_queries import SortKey, SortOrder
 from viewer.web.answers import Read, generation_headers, label, threaded
 from viewer.web.deps import ClockDep, DatabaseDep, StateDep
 from viewer.web.export import build_csv
@@ -92,9 +93,10 @@ async def senders(
     order: SortOrder = SortOrder.DESC,
     offset: Offset = 0,
     limit: Limit = 50,
+    exact_count: Annotated[bool, Query(description="count past 30,000 matches (slower on a broad filter)")] = False,
 ) -> Response:
     database, clock = state.database, state.clock
-    key = ("senders", f.key(), sort, order, offset, limit)
+    key = ("senders", f.key(), sort, order, offset, limit, exact_count)
 
     def compute() -> Read:
         now, generation = int(clock()), None
@@ -116,6 +118,7 @@ async def senders(
 
 _NO_SENDERS: dict[str, Any] = {
     "total": 0,
+    "total_exact": True,
     "matched_messages": 0,
     "senders": [],
     "total_messages": 0,
@@ -137,16 +140,19 @@ def _senders(
     f: SenderFilter,
     key: tuple[Any, ...],
 ) -> SendersOut:
-    _, _, sort, order, offset, limit = key
+    _, _, sort, order, offset, limit, exact = key
     cache = database.cache
     hidden = _hidden(cache, snap, conn, f.exclude)
     counted: filter_match.Match | tuple[int, int] = (totals.senders - hidden.senders, totals.messages - hidden.messages)
     if f.narrows:  # the same filter on another page or sort, or polled: counted once per generation
-        counted = cache.get(snap.generation, ("match", f.key()), lambda: filter_match.match(conn, f), _match_weight)
+        counted = cache.get(
+            snap.generation, ("match", f.key(), exact), lambda: filter_match.match(conn, f, exact=exact), _match_weight
+        )
     page = sender_queries.senders_page(conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted)
     top = sender_queries.top_sender(conn, exclude=f.exclude)
     return SendersOut(
         total=page.total,
+        total_exact=page.total_exact,
         matched_messages=page.matched_messages,
         senders=[_row_out(s) for s in page.senders],
         total_messages=totals.messages - hidden.messages,

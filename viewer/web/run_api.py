@@ -5,6 +5,7 @@ Reads go through `Database`; launching and cancelling are `RunControl`'s. The da
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path as FsPath
 from typing import Annotated, Any
@@ -25,7 +26,7 @@ from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
 from viewer.query import queries
 from viewer.query.database import Database
 from viewer.query.queries import DbState, Generation
-from viewer.web.answers import Read, label, threaded
+from viewer.web.answers import Read, generation_headers, label
 from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep, ViewerState
 from viewer.web.schemas import (
     ERROR_RESPONSES,
@@ -114,12 +115,23 @@ async def status(state: StateDep) -> Response:
     and the rate are this poll's own."""
     if state.control.reap_due():
         await run_in_threadpool(state.control.reap)
-    return await threaded(lambda: _status(state))
+    lock_held = is_lock_held(state.settings.db)
+    # The rate, the ETA and `owned` are this viewer's own: recomputed at most once a second, and at each commit.
+    key = ("status", lock_held, int(time.monotonic()))
+    head, generation = await run_in_threadpool(_status_head, state, key)
+    body = head + b',"now_unix":%d}' % int(state.clock())
+    return Response(body, media_type="application/json", headers=generation_headers(generation))
 
 
-def _status(state: ViewerState) -> Read:
-    control, lock_held = state.control, is_lock_held(state.settings.db)
+def _status_head(state: ViewerState, key: tuple[str, bool, int]) -> Read:
+    """The status document without its closing `now_unix`, kept in the one cache under the generation it read."""
     facts, generation = _run_facts(state.database)
+    head = state.database.cache.get(generation, key, lambda: _status(state, facts, lock_held=key[1]))
+    return head, generation
+
+
+def _status(state: ViewerState, facts: _RunFacts, *, lock_held: bool) -> bytes:
+    control = state.control
     # An open row without the lock belongs to a dead ingester: it is history, not activity.
     active = facts.open_run if lock_held else None
     last = next((run for run in facts.recent if active is None or run.run_id != active.run_id), None)
@@ -143,9 +155,9 @@ def _status(state: ViewerState) -> Read:
         eta_seconds=progress.eta_seconds,
         retrying=active_out is not None and is_retrying(active_out.state, active_out.warnings_tail),
         csrf_token=state.csrf_token,
-        now_unix=int(state.clock()),
+        now_unix=0,
     )
-    return document.model_dump_json().encode(), generation
+    return document.model_dump_json(exclude={"now_unix"}).encode()[:-1]
 
 
 @router.get("/runs")
