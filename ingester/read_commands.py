@@ -23,8 +23,9 @@ from shared.lock import is_lock_held
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import Run, list_runs
 from shared.schema.migrations import LATEST_VERSION, check_not_too_new, schema_version
-from shared.summary import SENDER_COLUMNS, all_senders, summary_document
-from shared.text.csv_cells import neutralise_record
+from shared.sender_list import every_sender
+from shared.summary import all_senders, summary_document
+from shared.text.csv_cells import SENDER_CSV_COLUMNS, sender_csv_row
 from shared.timeutil import system_clock
 
 
@@ -108,17 +109,16 @@ def runs_text(settings: IngesterSettings, *, limit: int, as_json: bool, verbose:
 def export_text(settings: IngesterSettings, *, as_json: bool) -> str:
     """`gmail-stats export`: every sender as the summary JSON document or as CSV."""
     engine = open_for_reading(settings)
-    with engine.connect() as conn:
-        senders = all_senders(conn)
-    document = summary_document(senders, now=system_clock())
     buffer = io.StringIO()
-    if as_json:
-        json.dump(document, buffer, ensure_ascii=False, indent=2)
-        buffer.write("\n")
-    else:
-        writer = csv.DictWriter(buffer, fieldnames=SENDER_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(neutralise_record(sender) for sender in document["senders"])
+    with engine.connect() as conn:
+        if as_json:
+            document = summary_document(all_senders(conn), now=system_clock())
+            json.dump(document, buffer, ensure_ascii=False, indent=2)
+            buffer.write("\n")
+        else:  # the page's format (`shared.text.csv_cells`): the same columns and ISO dates as `/api/export.csv`
+            writer = csv.writer(buffer, lineterminator="\n")
+            writer.writerow(SENDER_CSV_COLUMNS)
+            writer.writerows(sender_csv_row(row) for row in every_sender(conn))
     return buffer.getvalue()
 
 

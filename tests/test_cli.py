@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from shared.runs import PUBLIC_RUN_COLUMNS
+from shared.text.csv_cells import SENDER_CSV_COLUMNS, iso_date
 from tests.conftest import REPO_ROOT, run_cli
 from tests.factories import generate_messages, write_mbox
+from tests.viewer_support import make_settings, viewer
 
 
 @pytest.fixture
@@ -87,7 +89,15 @@ def test_export_csv_to_a_file(tmp_path: Path, db_path: Path, imported: dict[str,
     assert result.returncode == 0 and result.stdout == ""
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
     as_json = json.loads(run_cli("export", "--db", db_path).stdout)["senders"]
-    assert rows == [{k: "" if v is None else str(v) for k, v in s.items()} for s in as_json]
+    # The page's format: its 13 columns, ISO dates (`shared.text.csv_cells`), the same rows in the same order.
+    assert list(rows[0]) == list(SENDER_CSV_COLUMNS)
+    shared = ("sender", "display_name", "mails_sent", "bytes", "unread", "list_unsubscribe")
+    assert [{k: r[k] for k in shared} for r in rows] == [{k: str(s[k]) for k in shared} for s in as_json]
+    assert [(r["first_seen"], r["last_seen"]) for r in rows] == [
+        (iso_date(s["first_seen_unix"]), iso_date(s["last_seen_unix"])) for s in as_json
+    ]
+    with viewer(make_settings(db_path.parent, db=db_path)) as client:
+        assert client.get("/api/export.csv").text == target.read_text()
 
 
 def test_reading_commands_on_a_missing_database(tmp_path: Path) -> None:

@@ -21,11 +21,8 @@ from shared.timeutil import Clock, system_clock
 from viewer.launch.control import RunControl
 from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launch.launcher import Launcher, LaunchError
-from viewer.query.cache import ResponseCache
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
-from viewer.query.index_keeper import IndexKeeper
-from viewer.query.sender_index import build as build_index
 from viewer.settings import ViewerSettings
 from viewer.web import api, gmail_api, run_api
 from viewer.web.deps import ViewerState
@@ -35,7 +32,6 @@ from viewer.web.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
 OPENAPI_URL = "/api/openapi.json"
-POLL_CACHE_SECONDS = 1.0
 
 
 @runtime_checkable
@@ -71,24 +67,15 @@ def create_app(
     """The whole viewer as an ASGI app; `launcher` defaults to the one `settings.launcher` names."""
     chosen = launcher if launcher is not None else launcher_for(settings)
     database = Database(settings.db)
-    kept_index = IndexKeeper(
-        change_key=database.change_key,
-        connect=database.connect,
-        is_ready=database.schema_ready,
-        build=build_index,
-        enabled=settings.sender_index,
-    )
     control = RunControl(settings=settings, database=database, launcher=chosen)
     csrf_token = secrets.token_hex(32)  # 32 random bytes, new for every viewer process
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         control.adopt()
-        kept_index.get()  # a database that is not being written is read into memory from the start
         try:
             yield
         finally:
-            kept_index.close()
             database.engine.dispose()
             database.fallback_engine.dispose()
             if isinstance(chosen, _Closable):
@@ -110,10 +97,7 @@ def create_app(
         clock=clock,
         rates=RateTracker(clock),
         csrf_token=csrf_token,
-        # Polled answers are shared for up to a second while the database files are unchanged.
-        cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
         hidden=HiddenSets(),
-        index=kept_index,
     )
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine
 from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 from shared.schema.legacy import is_rust_era, upgrade_rust_era
+from shared.schema.migration_generation import add_generation
 from shared.schema.migration_rollups import add_rollups
 from shared.schema.migration_search import add_search_key
 
@@ -135,6 +136,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", add_rollups),
     Migration(6, "scan_settled: fetched ids a run keeps no row for", _create_scan_settled),
     Migration(7, "senders.search_key and its covering index, for searches tested on every sender", add_search_key),
+    Migration(8, "data_generation: raised by every commit, the viewer's cache key", add_generation),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

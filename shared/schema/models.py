@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from sqlalchemy import (
     DDL,
+    CheckConstraint,
     Column,
     Index,
     Integer,
@@ -240,6 +241,15 @@ domain_months = Table(
     _count("bytes"),
     PrimaryKeyConstraint("domain", "month"),
     sqlite_with_rowid=False,
+)
+
+# One row: raised by every ingester commit in its own transaction (`shared.schema.migration_generation`).
+data_generation = Table(
+    "data_generation",
+    METADATA,
+    Column("id", Integer, CheckConstraint("id = 1"), primary_key=True, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("epoch", Text, nullable=False),
 )
 
 # Substring search over address and name: an FTS5 trigram index (SQLite >= 3.34) on `senders.id`, so a search,

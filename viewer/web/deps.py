@@ -12,10 +12,8 @@ from fastapi import Depends, Request
 
 from shared.timeutil import Clock
 from viewer.launch.control import RunControl
-from viewer.query.cache import ResponseCache
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
-from viewer.query.index_keeper import IndexKeeper
 from viewer.settings import ViewerSettings
 from viewer.web.status import RateTracker
 
@@ -28,9 +26,7 @@ class ViewerState:
     clock: Clock
     rates: RateTracker
     csrf_token: str
-    cache: ResponseCache  # polled answers, shared while the database files are unchanged
     hidden: HiddenSets  # hidden-sender sets the page registered (`POST /api/hidden`), named by id in `hidden=`
-    index: IndexKeeper  # the senders in memory once the file settles, for filters (`viewer.query.sender_index`)
 
 
 def viewer_state(request: Request) -> ViewerState:
@@ -64,14 +60,9 @@ async def _clock(request: Request) -> Clock:
     return viewer_state(request).clock
 
 
-async def _cache(request: Request) -> ResponseCache:
-    return viewer_state(request).cache
-
-
 # The whole state as one dependency: FastAPI's per-dependency overhead is a large part of a polled cache hit.
 StateDep = Annotated[ViewerState, Depends(_state)]
 DatabaseDep = Annotated[Database, Depends(_database)]
 ControlDep = Annotated[RunControl, Depends(_control)]
 SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
 ClockDep = Annotated[Clock, Depends(_clock)]
-CacheDep = Annotated[ResponseCache, Depends(_cache)]
