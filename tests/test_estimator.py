@@ -146,4 +146,4 @@ def test_any_sample_gives_ordered_intervals_holding_what_it_saw(seed: int, n: in
         for value in (e.messages, e.bytes, e.share, e.unread_share):
             assert value.low <= value.estimate <= value.high
         assert e.messages.low >= seen[e.key]
-        assert 0 <= e.share.low and e.share.high <= 1
+        assert e.share.low >= 0 and e.share.high <= 1

@@ -79,7 +79,7 @@ def test_kill_9_at_a_random_point_then_resume_is_exact(tmp_path: Path, seed: int
         )
         assert all(distinct == 1 for _, distinct, _ in slots)
         assert sorted(first for _, _, first in slots) == list(range(len(slots)))
-        assert dict((key, first) for key, _, first in slots) == draw_order([k for k, _, _ in slots], seed=seed)
+        assert {key: first for key, _, first in slots} == draw_order([k for k, _, _ in slots], seed=seed)
         _finish_and_check(g, int(run["run_id"]), lists_again=False)
 
 
