@@ -11,10 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from shared.sampling.estimator import Estimate, Interval, estimate_groups
@@ -25,6 +26,46 @@ from viewer.web.deps import ClockDep, DatabaseDep
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+
+
+class EstimateOut(BaseModel):
+    """An estimate and its 95% interval; `high_95` is null while nothing bounds it."""
+
+    estimate: float
+    low_95: float
+    high_95: float | None
+
+
+class EstimatedRowOut(BaseModel):
+    key: str = Field(description="the sender (or domain)")
+    estimated_rank: int
+    estimated_rank_best: int
+    estimated_rank_worst: int
+    estimated_too_wide_to_rank: bool
+    estimated_messages: EstimateOut
+    estimated_share: EstimateOut = Field(description="of every counted message in the mailbox")
+    estimated_bytes: EstimateOut
+    estimated_unread_share: EstimateOut = Field(description="of the sender's own messages")
+
+
+class SampleOut(BaseModel):
+    run_id: int
+    run_state: str | None
+    share_of_mailbox: float
+    messages_sampled: int
+    messages_listed: int
+    threads_sampled: int
+    threads_listed: int
+    exact_in_seconds: float | None
+
+
+class EstimatesOut(BaseModel):
+    estimated: bool = Field(description="true while the figures are estimates; false once every count is exact")
+    phase: Literal["exact", "listing", "sampling", "stopped"]
+    by: Literal["sender", "domain"]
+    sample: SampleOut | None
+    rows: list[EstimatedRowOut]
+
 
 By = Annotated[Literal["sender", "domain"], Query(description="estimate per sender or per domain")]
 Limit = Annotated[int, Query(ge=1, le=100_000)]
@@ -50,7 +91,7 @@ def _has_sample_tables(conn: Connection) -> bool:
     return int(conn.exec_driver_sql(sql).scalar_one()) == 2
 
 
-def _phase(state: SampleState) -> str:
+def _phase(state: SampleState) -> Literal["listing", "sampling", "stopped"]:
     if state.run_state not in OPEN_RUN_STATES:
         return "stopped"  # cancelled, failed or abandoned: the estimates stand, marked as a partial sample
     return "sampling" if state.listed else "listing"
@@ -64,23 +105,23 @@ def _eta(state: SampleState, now: float) -> float | None:
     return (state.ids_total - state.ids_done) * elapsed / state.ids_done
 
 
-def _interval(value: Interval, *, digits: int) -> dict[str, float | None]:
+def _interval(value: Interval, *, digits: int) -> EstimateOut:
     high = None if math.isinf(value.high) else round(value.high, digits)
-    return {"estimate": round(value.estimate, digits), "low_95": round(value.low, digits), "high_95": high}
+    return EstimateOut(estimate=round(value.estimate, digits), low_95=round(value.low, digits), high_95=high)
 
 
-def _row(e: Estimate) -> dict[str, Any]:
-    return {
-        "key": e.key,
-        "estimated_rank": e.rank,
-        "estimated_rank_best": e.rank_best,
-        "estimated_rank_worst": e.rank_worst,
-        "estimated_too_wide_to_rank": e.too_wide_to_rank,
-        "estimated_messages": _interval(e.messages, digits=1),
-        "estimated_share": _interval(e.share, digits=5),
-        "estimated_bytes": _interval(e.bytes, digits=0),
-        "estimated_unread_share": _interval(e.unread_share, digits=4),
-    }
+def _row(e: Estimate) -> EstimatedRowOut:
+    return EstimatedRowOut(
+        key=e.key,
+        estimated_rank=e.rank,
+        estimated_rank_best=e.rank_best,
+        estimated_rank_worst=e.rank_worst,
+        estimated_too_wide_to_rank=e.too_wide_to_rank,
+        estimated_messages=_interval(e.messages, digits=1),
+        estimated_share=_interval(e.share, digits=5),
+        estimated_bytes=_interval(e.bytes, digits=0),
+        estimated_unread_share=_interval(e.unread_share, digits=4),
+    )
 
 
 def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | None, list[Estimate]]:
@@ -96,26 +137,26 @@ def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | N
     return state, estimate_groups(sample, groups)
 
 
-@router.get("/estimates")
-def estimates(database: DatabaseDep, clock: ClockDep, by: By = "sender", limit: Limit = 50) -> dict[str, Any]:
+@router.get("/estimates", response_model=EstimatesOut)
+def estimates(database: DatabaseDep, clock: ClockDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
     now = clock()
     state, found = _answer(database, by, now)
     if state is None:
-        return {"estimated": False, "phase": "exact", "by": by, "sample": None, "rows": []}
+        return EstimatesOut(estimated=False, phase="exact", by=by, sample=None, rows=[])
     phase = _phase(state)
-    sample = {
-        "run_id": state.run_id,
-        "run_state": state.run_state,
-        "share_of_mailbox": round(state.fraction, 5),
-        "messages_sampled": state.ids_done,
-        "messages_listed": state.ids_total,
-        "threads_sampled": state.threads_done,
-        "threads_listed": state.threads_total,
-        "exact_in_seconds": _eta(state, now),
-    }
+    sample = SampleOut(
+        run_id=state.run_id,
+        run_state=state.run_state,
+        share_of_mailbox=round(state.fraction, 5),
+        messages_sampled=state.ids_done,
+        messages_listed=state.ids_total,
+        threads_sampled=state.threads_done,
+        threads_listed=state.threads_total,
+        exact_in_seconds=_eta(state, now),
+    )
     rows = [_row(e) for e in found[:limit]] if phase != "listing" else []
-    return {"estimated": True, "phase": phase, "by": by, "sample": sample, "rows": rows}
+    return EstimatesOut(estimated=True, phase=phase, by=by, sample=sample, rows=rows)
 
 
 @router.get("/estimates.csv", response_class=Response)
