@@ -554,11 +554,13 @@ def main() -> None:
     parser.add_argument("--quota", type=float, default=None, help="units/s per user (default: unlimited)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mix", choices=sorted(MIXES), default="singles", help="conversation sizes")
+    parser.add_argument("--drift", action="store_true", help="senders' activity changes over the mailbox's life")
     parser.add_argument("--write-credentials", type=Path, metavar="PATH", help="write a client-secret file here")
     parser.add_argument("--write-tokens", type=Path, metavar="PATH", help="write a ready token cache here")
     args = parser.parse_args()
     google = FakeGoogle(
-        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix]), quota_units_per_sec=args.quota
+        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix], drift=args.drift),
+        quota_units_per_sec=args.quota,
     )
     server = FakeGoogleServer(google, port=args.port)
     if args.write_credentials:
