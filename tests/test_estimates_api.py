@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from ingester.gmail.scan_sample import add_listed, fix_order, mark_done, start_s
 from ingester.records import MailRecord
 from ingester.store.store import count_batch
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.lock import IngestLock
 from shared.runs import create_run
 from shared.schema.migrations import migrate
 from shared.schema.models import Source
@@ -61,8 +63,9 @@ def _mailbox(db: Path, *, listed: bool = True, done: int | None = None) -> tuple
     return exact, 60
 
 
-def _get(tmp_path: Path, **params: Any) -> dict[str, Any]:
-    with viewer(make_settings(tmp_path)) as client:
+def _get(tmp_path: Path, *, running: bool = True, **params: Any) -> dict[str, Any]:
+    """The answer while an ingester holds the database's lock (`running`), or after it died without a word."""
+    with viewer(make_settings(tmp_path)) as client, IngestLock(tmp_path / "stats.db") if running else nullcontext():
         response = client.get("/api/estimates", params=params)
         assert response.status_code == 200
         body: dict[str, Any] = response.json()
@@ -90,6 +93,13 @@ def test_half_a_sample_estimates_the_whole_and_says_when_it_is_exact(tmp_path: P
     messages = heavy["estimated_messages"]
     assert messages["low_95"] <= exact[SENDERS[0]] <= messages["high_95"]
     assert 0 < heavy["estimated_share"]["estimate"] < 1 and 0 <= heavy["estimated_unread_share"]["estimate"] <= 1
+
+
+def test_a_run_left_open_by_a_killed_ingester_is_a_stopped_sample(tmp_path: Path) -> None:
+    _mailbox(tmp_path / "stats.db", done=30)
+    body = _get(tmp_path, running=False)
+    assert (body["estimated"], body["phase"], body["sample"]["run_state"]) == (True, "stopped", "running")
+    assert body["sample"]["exact_in_seconds"] is None and body["rows"]
 
 
 def test_while_listing_there_is_no_estimate_yet(tmp_path: Path) -> None:

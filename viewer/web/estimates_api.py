@@ -18,11 +18,12 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
+from shared.lock import is_lock_held
 from shared.sampling.estimator import Estimate, Interval, estimate_groups
 from shared.sampling.sample_reads import SampleState, read_sample, read_sample_state
 from shared.text.csv_cells import neutralise_row
 from viewer.query.queries import DbState
-from viewer.web.deps import ClockDep, DatabaseDep
+from viewer.web.deps import ClockDep, DatabaseDep, SettingsDep
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
@@ -91,15 +92,17 @@ def _has_sample_tables(conn: Connection) -> bool:
     return int(conn.exec_driver_sql(sql).scalar_one()) == 2
 
 
-def _phase(state: SampleState) -> Literal["listing", "sampling", "stopped"]:
-    if state.run_state not in OPEN_RUN_STATES:
-        return "stopped"  # cancelled, failed or abandoned: the estimates stand, marked as a partial sample
+def _phase(state: SampleState, *, lock_held: bool) -> Literal["listing", "sampling", "stopped"]:
+    if state.run_state not in OPEN_RUN_STATES or not lock_held:
+        # Cancelled, failed, abandoned, or killed (its row still open, no ingester holding the lock): the
+        # estimates stand, marked as those of a partial sample.
+        return "stopped"
     return "sampling" if state.listed else "listing"
 
 
-def _eta(state: SampleState, now: float) -> float | None:
+def _eta(state: SampleState, now: float, *, phase: str) -> float | None:
     """Seconds until every listed message is fetched, at the pace of the run so far (None when unknown)."""
-    if _phase(state) != "sampling" or state.ids_done <= 0:
+    if phase != "sampling" or state.ids_done <= 0:
         return None
     elapsed = max(float(state.updated_at_unix or now) - state.started_at_unix, 1.0)
     return (state.ids_total - state.ids_done) * elapsed / state.ids_done
@@ -138,13 +141,15 @@ def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | N
 
 
 @router.get("/estimates", response_model=EstimatesOut)
-def estimates(database: DatabaseDep, clock: ClockDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
+def estimates(
+    database: DatabaseDep, settings: SettingsDep, clock: ClockDep, by: By = "sender", limit: Limit = 50
+) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
     now = clock()
     state, found = _answer(database, by, now)
     if state is None:
         return EstimatesOut(estimated=False, phase="exact", by=by, sample=None, rows=[])
-    phase = _phase(state)
+    phase = _phase(state, lock_held=is_lock_held(settings.db))
     sample = SampleOut(
         run_id=state.run_id,
         run_state=state.run_state,
@@ -153,7 +158,7 @@ def estimates(database: DatabaseDep, clock: ClockDep, by: By = "sender", limit: 
         messages_listed=state.ids_total,
         threads_sampled=state.threads_done,
         threads_listed=state.threads_total,
-        exact_in_seconds=_eta(state, now),
+        exact_in_seconds=_eta(state, now, phase=phase),
     )
     rows = [_row(e) for e in found[:limit]] if phase != "listing" else []
     return EstimatesOut(estimated=True, phase=phase, by=by, sample=sample, rows=rows)
