@@ -100,6 +100,8 @@ class Mailbox:
     _phases: list[float] = field(default_factory=list)
     _made: int = 0
     _cum: list[float] = field(default_factory=list)
+    _listed: list[str] = field(default_factory=list)
+    _listed_key: tuple[bool, int] = (False, -1)
 
     @classmethod
     def generate(
@@ -206,8 +208,13 @@ class Mailbox:
             return [self.messages[i] for i in self.threads.get(thread_id, ())]
 
     def listed(self, *, include_spam_trash: bool) -> list[str]:
+        """Ids as `messages.list` gives them, newest first; kept until mail is added (labels never change)."""
         with self.lock:
-            return [i for i in self.order if include_spam_trash or not self.messages[i].excluded]
+            key = (include_spam_trash, len(self.order))
+            if self._listed_key != key:
+                self._listed = [i for i in self.order if include_spam_trash or not self.messages[i].excluded]
+                self._listed_key = key
+            return self._listed
 
     def added_since(self, history_id: int) -> list[FakeMessage]:
         with self.lock:
