@@ -230,10 +230,11 @@ def race_table(races: list[dict[str, object]], *, command: str) -> str:
         ]
         for r in races:
             met = r["criterion_met_gmail_s"]
+            sampled = f"{r['criterion_met_at_fraction']:.1%}" if r["order"] == "random" else "—"  # no sample
             lines.append(
                 f"| {r['order']} | {r['messages']:,} | {r['speed']:g}x"
                 f" | {'never before the end' if met is None else f'{met} s'}"
-                f" | {r['criterion_met_at_fraction']:.1%} | {r['complete_scan_gmail_s']} s | {r['quota_units']:,}"
+                f" | {sampled} | {r['complete_scan_gmail_s']} s | {r['quota_units']:,}"
                 f" | {'yes' if r['exact'] else 'NO'} |"
             )
     return "\n".join(lines) + "\n"

@@ -59,11 +59,11 @@ export function renderEstimates(body) {
   $("estimates-table").classList.toggle("hidden", body.rows.length === 0);
 }
 
-/** Polled with the status: every few seconds while a scan runs, once when idle (a stopped scan's estimates stay). */
+/** Polled with the status: every 10 s while a scan runs (the sample grows slowly; a read costs one pass over it), once when idle (a stopped scan's estimates stay). */
 export async function loadEstimates(active) {
   const changed = active !== lastActive;
   lastActive = active;
-  if (!changed && Date.now() - lastLoad < (active ? 3000 : 30000)) return;
+  if (!changed && Date.now() - lastLoad < (active ? 10000 : 30000)) return;
   lastLoad = Date.now();
   try {
     const body = await channel.get(`/api/estimates?limit=${SHOWN}`);
