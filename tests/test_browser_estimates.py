@@ -1,6 +1,6 @@
 """Issue 25's page in Debian's chromium against a real scan process: while a first scan fetches in random order
 the page shows each top sender as "≈ 4,800 ± 300" under a banner "Estimated from 3% of your mailbox — exact in
-about …"; after SIGTERM it keeps them, saying the scan stopped; once the resumed scan completes they are gone.
+about …" (axe-core finding nothing serious); after SIGTERM it keeps them, saying the scan stopped; once the resumed scan completes they are gone.
 Screenshots `estimates-*.png` go to tests/artifacts/."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
+from tests.axe_support import violations
 from tests.browser_support import new_page, serve, shoot
 from tests.fakes.mailbox import TYPICAL
 from tests.scan_support import fake_google, last_run, wait_for
@@ -45,6 +46,8 @@ def test_estimates_while_running_after_a_stop_and_gone_when_exact(tmp_path: Path
                 expect(first.locator("td").nth(2)).to_have_text(APPROX)
                 expect(page.locator("#estimates-table thead")).to_contain_text("Messages (estimated)")
                 shoot(page, "estimates-running", full_page=False)
+                found = violations(page)
+                assert found == [], [(v["id"], v["impact"], v["help"]) for v in found]
                 process.send_signal(signal.SIGTERM)
                 process.communicate(timeout=60)
                 page.reload()
