@@ -1,7 +1,7 @@
 """Issue 25's page in Debian's chromium against a real scan process: while a first scan fetches in random order
 the page shows each top sender as "≈ 4,800 ± 300" under a banner "Estimated from 3% of your mailbox — exact in
-about …" (axe-core finding nothing serious); after SIGTERM it keeps them, saying the scan stopped; once the resumed scan completes they are gone.
-Screenshots `estimates-*.png` go to tests/artifacts/."""
+about …" (axe-core finding nothing serious); after SIGTERM it keeps them, saying the scan stopped; once the
+resumed scan completes they are gone. Screenshots `estimates-*.png` go to tests/artifacts/."""
 
 from __future__ import annotations
 
