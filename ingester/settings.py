@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -82,6 +83,17 @@ class IngesterSettings(CommonSettings):
         default=0.25,
         gt=0,
         description="First backoff delay after a transient Gmail error; it doubles per retry, up to 8 s, with jitter.",
+    )
+    first_scan_order: Literal["random", "listing"] = Field(
+        default="random",
+        description="Order of a first full scan's fetches: `random` lists every id first, then fetches threads in a "
+        "seeded random order, so the viewer can estimate every sender while it runs (docs/scanning.md); `listing` "
+        "fetches newest first as Gmail lists them.",
+    )
+    first_scan_seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seed of a first scan's random order (default: a fresh one per scan, kept for its resume).",
     )
     http_timeout: float = Field(
         default=60.0,

@@ -123,6 +123,8 @@ OPERATIONS = [
     ("POST", "/api/runs/{run_id}/consent"),
     ("GET", "/api/runs/{run_id}/log"),
     ("POST", "/api/hidden"),
+    ("GET", "/api/estimates"),
+    ("GET", "/api/estimates.csv"),
 ]
 WITH_INPUTS = {
     "/api/senders",
@@ -134,6 +136,8 @@ WITH_INPUTS = {
     "/api/runs/{run_id}/consent",
     "/api/runs/{run_id}/log",
     "/api/hidden",
+    "/api/estimates",
+    "/api/estimates.csv",
 }
 CHECKS = [
     schemathesis.checks.not_a_server_error,
@@ -194,6 +198,8 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
         "/api/hidden",
         "/api/gmail/links",
         "/api/gmail/filters.xml",
+        "/api/estimates",
+        "/api/estimates.csv",
     }
     errors = document["components"]["schemas"]["ErrorOut"]
     assert set(errors["required"]) == {"error", "message"}

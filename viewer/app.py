@@ -24,7 +24,7 @@ from viewer.launch.launcher import Launcher, LaunchError
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
 from viewer.settings import ViewerSettings
-from viewer.web import api, gmail_api, run_api
+from viewer.web import api, estimates_api, gmail_api, run_api
 from viewer.web.deps import ViewerState
 from viewer.web.handlers import install_error_handlers
 from viewer.web.security import SecurityGuard
@@ -103,6 +103,7 @@ def create_app(
     app.include_router(api.router)
     app.include_router(run_api.router)
     app.include_router(gmail_api.router)
+    app.include_router(estimates_api.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -134,6 +134,7 @@ class FakeGoogle:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
+        self.served: dict[str, int] = {}  # message id -> times its metadata was answered (messages.get or threads.get)
         self.page_generation = 0
         self.codes: dict[str, str] = {}
         self.access_tokens: set[str] = set()
@@ -146,6 +147,11 @@ class FakeGoogle:
     def count(self, name: str) -> None:
         with self.lock:
             self.calls[name] = self.calls.get(name, 0) + 1
+
+    def _served(self, ids: list[str]) -> None:
+        with self.lock:
+            for gmail_id in ids:
+                self.served[gmail_id] = self.served.get(gmail_id, 0) + 1
 
     def gmail_calls(self) -> int:
         with self.lock:
@@ -311,6 +317,7 @@ class FakeGoogle:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         if gmail_id in self.faults.always_fail:
             return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
+        self._served([gmail_id])
         return 200, json.dumps(render_message(self._as_now(message), query)).encode()
 
     def _as_now(self, message: FakeMessage) -> FakeMessage:
@@ -325,6 +332,7 @@ class FakeGoogle:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         if any(m.gmail_id in self.faults.always_fail for m in members):
             return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
+        self._served([m.gmail_id for m in members])
         return 200, json.dumps(render_thread(thread_id, [self._as_now(m) for m in members], query)).encode()
 
     # --- OAuth -----------------------------------------------------------------------------------------------
@@ -588,11 +596,13 @@ def main() -> None:
     parser.add_argument("--quota", type=float, default=None, help="units/s per user (default: unlimited)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mix", choices=sorted(MIXES), default="singles", help="conversation sizes")
+    parser.add_argument("--drift", action="store_true", help="senders' activity changes over the mailbox's life")
     parser.add_argument("--write-credentials", type=Path, metavar="PATH", help="write a client-secret file here")
     parser.add_argument("--write-tokens", type=Path, metavar="PATH", help="write a ready token cache here")
     args = parser.parse_args()
     google = FakeGoogle(
-        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix]), quota_units_per_sec=args.quota
+        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix], drift=args.drift),
+        quota_units_per_sec=args.quota,
     )
     server = FakeGoogleServer(google, port=args.port)
     if args.write_credentials:

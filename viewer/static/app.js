@@ -4,6 +4,7 @@
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
 import { drawVolume } from "./chart.js";
 import { wireDetail } from "./detail.js";
+import { loadEstimates } from "./estimates.js";
 import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
@@ -89,6 +90,7 @@ async function poll() {
   renderProgress(status);
   renderBanner(status);
   renderMixed(status);
+  if (status.db === "ready") loadEstimates(isActive(status));
 
   const run = status.active_run;
   const progressKey = run ? `${run.run_id}:${run.messages_new}:${run.state}` : `idle:${status.last_run ? status.last_run.run_id + status.last_run.state : ""}`;
