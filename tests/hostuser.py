@@ -153,6 +153,7 @@ class Session:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_default_signals,
             )
             assert self.process.stdout is not None
             read_fd = self.process.stdout.fileno()
@@ -218,6 +219,15 @@ class Session:
             self.process.stdout.close()
 
 
+def _default_signals() -> None:
+    """Runs in the child: SIGINT and SIGQUIT as a login shell has them. A test run started in the background of a
+    non-interactive shell (`cmd &`, as CI runners and nohup do) inherits both ignored, and a shell script cannot
+    trap a signal ignored on entry: `make scan`'s Ctrl-C handler would never run and the test would wait for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def _take_terminal() -> None:
     """Runs in the child after setsid: the pseudo-terminal becomes its controlling terminal, as a login's is."""
+    _default_signals()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)

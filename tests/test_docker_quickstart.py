@@ -172,6 +172,18 @@ def quickstart() -> Iterator[QuickStart]:
             docker("volume", "rm", "--force", f"{project}-data", check=False)
 
 
+def ingester_containers() -> str:
+    """What `make scan`'s containers are doing, for a failure message: their state, processes and last logs."""
+    lines = []
+    listed = docker("ps", "--all", "--filter", "name=gmail-stats-ingester-", "--format", "{{.Names}}", check=False)
+    for name in listed.stdout.split():
+        state = docker("inspect", "--format", "{{.State.Status}} pid={{.State.Pid}}", name, check=False).stdout
+        top = docker("top", name, check=False).stdout
+        logs = docker("logs", "--tail", "20", name, check=False)
+        lines += [f"{name}: {state.strip()}", top, logs.stdout[-1500:], logs.stderr[-1500:]]
+    return "\n".join(lines) or "no make-scan container"
+
+
 def point_the_ingester_at(google: FakeGoogle, repo: Path, user: HostUser) -> None:
     override = {
         "services": {
@@ -248,7 +260,10 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
         )
         wait_for(google.faults.gate.holding, timeout=60, what="a batch held mid-resume")
         script.ctrl_c()
-        script.expect(r"cancelling: finishing the work in flight", timeout=60)
+        try:
+            script.expect(r"cancelling: finishing the work in flight", timeout=60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{ingester_containers()}") from None
         google.faults.gate.release()
         script.expect(rf"cancelled; resume with: make scan RESUME={scan_id}\n", timeout=60)
         script.wait(60)
