@@ -7,15 +7,17 @@ RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 MBOX ?=
 RESUME ?=
+ACCOUNT ?=
 # `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run. A file name is data, never make
 # or shell text: `$(value …)` takes MBOX and RESUME as typed (make does not expand `$(shell …)` in them), the recipes
 # read them from the environment as "$$…" (the shell does not parse them), and MBOX and RESUME themselves are not
 # exported (make would expand them to build the recipes' environment).
 override MAKE_MBOX := $(value MBOX)
 override MAKE_RESUME := $(value RESUME)
-export MAKE_MBOX MAKE_RESUME
-unexport MBOX RESUME
-RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"}
+override MAKE_ACCOUNT := $(value ACCOUNT)
+export MAKE_MBOX MAKE_RESUME MAKE_ACCOUNT
+unexport MBOX RESUME ACCOUNT
+RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"} $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"}
 
 .PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs
 
@@ -75,4 +77,4 @@ import:
 
 # The runs and their warnings, newest first, read from the stack's database volume (nothing is written).
 runs:
-	docker compose run --rm --no-deps ingester runs --verbose
+	docker compose run --rm --no-deps ingester runs --verbose $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"}

@@ -62,6 +62,7 @@ def resume_command(
     style: CommandStyle = CommandStyle.CLI,
     db: str | None = None,
     mbox_path: str | None = None,
+    account: str | None = None,
 ) -> str:
     """The command that continues run `run_id` of `source`.
 
@@ -69,12 +70,14 @@ def resume_command(
     as the person knows it (on a Docker host: the host path given to `make import MBOX=`). A backfill is never
     reopened: running it again is its resume.
     """
+    named = {"ACCOUNT": account} if account else {}
     if style == CommandStyle.MAKE:
         if source == Source.MBOX:
-            return make_command("import", MBOX=mbox_path or "PATH", RESUME=run_id)
+            return make_command("import", MBOX=mbox_path or "PATH", RESUME=run_id, **named)
         if source == Source.BACKFILL:
-            return "docker compose run --rm --service-ports ingester scan --backfill-message-ids"
-        return make_command("scan", RESUME=run_id)
+            flags = f" --account {shlex.quote(account)}" if account else ""
+            return f"docker compose run --rm --service-ports ingester scan --backfill-message-ids{flags}"
+        return make_command("scan", RESUME=run_id, **named)
     if source == Source.MBOX:
         argv = ["gmail-stats", "import", mbox_path or "PATH", "--resume", str(run_id)]
     elif source == Source.BACKFILL:
@@ -83,4 +86,6 @@ def resume_command(
         argv = ["gmail-stats", "scan", "--resume", str(run_id)]
     if db is not None:
         argv += ["--db", db]
+    if account:
+        argv += ["--account", account]
     return shlex.join(argv)
