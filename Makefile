@@ -8,6 +8,8 @@ DEV := $(VENV)/.installed-dev
 MBOX ?=
 RESUME ?=
 ACCOUNT ?=
+REFRESH ?=
+ADDRESS ?=
 # `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run. A file name is data, never make
 # or shell text: `$(value …)` takes MBOX and RESUME as typed (make does not expand `$(shell …)` in them), the recipes
 # read them from the environment as "$$…" (the shell does not parse them), and MBOX and RESUME themselves are not
@@ -15,11 +17,13 @@ ACCOUNT ?=
 override MAKE_MBOX := $(value MBOX)
 override MAKE_RESUME := $(value RESUME)
 override MAKE_ACCOUNT := $(value ACCOUNT)
-export MAKE_MBOX MAKE_RESUME MAKE_ACCOUNT
-unexport MBOX RESUME ACCOUNT
+override MAKE_REFRESH := $(value REFRESH)
+override MAKE_ADDRESS := $(value ADDRESS)
+export MAKE_MBOX MAKE_RESUME MAKE_ACCOUNT MAKE_REFRESH MAKE_ADDRESS
+unexport MBOX RESUME ACCOUNT REFRESH ADDRESS
 RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"} $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"}
 
-.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs
+.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs account
 
 install: $(RUNTIME)
 	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
@@ -74,6 +78,11 @@ scan: secrets
 
 import:
 	@test -n "$$MAKE_MBOX" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$$MAKE_MBOX" || { printf 'make import: %s: no such file\n' "$$MAKE_MBOX" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$$MAKE_MBOX")" && pwd) && name=$$(basename -- "$$MAKE_MBOX") && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$name" ingester import "/mbox/$$name" $(RESUME_FLAG)
+
+# An account's settings (`make account ACCOUNT=old ADDRESS=old.me@gmail.com`, `make account REFRESH=hourly`), or
+# the list of accounts (`make account`); ACCOUNT= works with scan, import and runs too.
+account:
+	docker compose run --rm --no-deps ingester account $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"} $${MAKE_REFRESH:+--refresh "$$MAKE_REFRESH"} $${MAKE_ADDRESS:+--address "$$MAKE_ADDRESS"} $$([ -n "$$MAKE_ACCOUNT$$MAKE_REFRESH$$MAKE_ADDRESS" ] || echo --list)
 
 # The runs and their warnings, newest first, read from the stack's database volume (nothing is written).
 runs:

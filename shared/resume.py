@@ -31,28 +31,38 @@ def make_command(verb: str, **variables: str | int) -> str:
     return " ".join(["make", verb, *assignments])
 
 
-def _cli(argv: list[str], db: str | None) -> str:
-    return shlex.join([*argv, "--db", db] if db is not None else argv)
+def _cli(argv: list[str], db: str | None, account: str | None = None) -> str:
+    named = ["--account", account] if account else []
+    return shlex.join([*argv, "--db", db, *named] if db is not None else [*argv, *named])
 
 
-def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+def _make(verb: str, account: str | None, **variables: str | int) -> str:
+    return make_command(verb, **variables, **({"ACCOUNT": account} if account else {}))
+
+
+def import_command(
+    *, path: str, style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None
+) -> str:
     """The command that imports `path`, the file as the person names it (on a Docker host: the host's path).
 
     `db` is the database to name with `--db` (the viewer's own, so a pasted command fills the page's file); the
-    `make` verbs know the stack's database, so they never take one.
+    `make` verbs know the stack's database, so they never take one; `account` names an account other than the
+    default (`--account`, `ACCOUNT=`).
     """
     if style == CommandStyle.MAKE:
-        return make_command("import", MBOX=path)
-    return _cli(["gmail-stats", "import", path], db)
+        return _make("import", account, MBOX=path)
+    return _cli(["gmail-stats", "import", path], db, account)
 
 
-def scan_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
-    return "make scan" if style == CommandStyle.MAKE else _cli(["gmail-stats", "scan"], db)
+def scan_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None) -> str:
+    return _make("scan", account) if style == CommandStyle.MAKE else _cli(["gmail-stats", "scan"], db, account)
 
 
-def runs_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+def runs_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None) -> str:
     """The command that lists the runs with their warnings and errors (what to read when the page cannot)."""
-    return "make runs" if style == CommandStyle.MAKE else _cli(["gmail-stats", "runs", "--verbose"], db)
+    if style == CommandStyle.MAKE:
+        return _make("runs", account)
+    return _cli(["gmail-stats", "runs", "--verbose"], db, account)
 
 
 def resume_command(

@@ -16,6 +16,7 @@ from tests.fakes.mailbox import Mailbox
 from tests.fakes.takeout import write_takeout
 from tests.scan_support import GoogleSetup, fake_google, runs, sender_counts, wait_for
 
+
 def _two_mailboxes(g: GoogleSetup) -> Mailbox:
     """Adds the second mailbox to the fake and writes its token cache as account `b`'s (`tokencache.b.json`)."""
     box = Mailbox.generate(90, seed=23, senders=60)

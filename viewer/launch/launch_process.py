@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.accounts import DEFAULT_ACCOUNT, Refresh, check_name
 from viewer.launch.launcher import (
     LOG_TAIL_LINES,
     LaunchCommand,
@@ -52,8 +53,19 @@ def default_ingest_command() -> list[str]:
 
 
 def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_dir: Path) -> list[str]:
-    """The complete argv for a request; the only caller-supplied parts are a validated path and a run id."""
+    """The complete argv for a request; the only caller-supplied parts are a validated path, a run id, an account
+    name and (for `account`) a refresh choice or an address, each checked before it gets here."""
     argv = [*ingest_command, str(request.command)]
+    if request.account != DEFAULT_ACCOUNT:
+        argv += ["--account", check_name(request.account)]
+    if request.command is LaunchCommand.ACCOUNT:
+        if request.refresh is not None:
+            argv += ["--refresh", str(Refresh(request.refresh))]
+        if request.address is not None:
+            argv += ["--address", request.address]
+        return [*argv, "--quiet"]
+    if request.unattended:
+        argv.append("--unattended")
     if request.command is LaunchCommand.IMPORT:
         if request.import_path is None:
             raise ValueError("an import needs import_path")
