@@ -3,7 +3,6 @@ its own database, one ingester per account at a time while the other account's r
 
 from __future__ import annotations
 
-import json
 import signal
 import sqlite3
 import threading
@@ -18,11 +17,7 @@ from tests.scan_support import GoogleSetup, fake_google, runs, sender_counts, wa
 
 
 def _two_mailboxes(g: GoogleSetup) -> Mailbox:
-    """Adds the second mailbox to the fake and writes its token cache as account `b`'s (`tokencache.b.json`)."""
-    box = Mailbox.generate(90, seed=23, senders=60)
-    g.google.add_mailbox("b", box, address="B.Person@example.com")
-    (g.tokens.parent / "tokencache.b.json").write_text(json.dumps(g.google.authorized_user_info("b")))
-    return box
+    return g.add_account("b", 90, seed=23, address="B.Person@example.com")
 
 
 def _setting(db: Path, key: str) -> str | None:

@@ -64,7 +64,9 @@ class Accounts:
         if time.monotonic() - stamp >= _NAMES_SECONDS:
             names = account_names(self.base_db)
             self._names = (time.monotonic(), names)
-        return names
+        with self._lock:  # an account served here whose database appeared since the folder was listed
+            fresh = [name for name, state in self._states.items() if name not in names and state.database.exists()]
+        return [*names, *sorted(fresh)] if fresh else names
 
     def get(self, name: str) -> ViewerState:
         with self._lock:
