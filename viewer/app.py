@@ -142,6 +142,7 @@ def create_app(
         openapi_url=OPENAPI_URL,
     )
     app.state.accounts = accounts
+    app.state.refresher = refresher
     app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)
