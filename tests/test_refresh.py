@@ -101,7 +101,7 @@ def test_refresh_fires_once_per_interval_and_never_beside_a_run(tmp_path: Path) 
 def test_a_revoked_token_ends_the_refresh_auth_required_on_the_page(tmp_path: Path) -> None:
     with fake_google(tmp_path, 40) as g:
         assert g.scan().returncode == 0
-        assert run_cli("account", "--refresh", "daily", **g.env()).returncode == 0
+        assert run_cli("account", "--refresh", "daily", "--db", g.db).returncode == 0
         _backdate(g.db, 86401)
         g.google.revoke_refresh_tokens()
         with _client(g, tmp_path) as client:
