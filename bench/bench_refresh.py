@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from contextlib import closing
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from tests.conftest import ingester_env, run_cli
+from tests.conftest import ingester_env
 from tests.fakes.google import COSTS, FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.polling import wait_for
@@ -66,8 +68,11 @@ def main(argv: list[str] | None = None) -> int:
             "GMAIL_STATS_QUOTA_UNITS_PER_SEC": "1000000",
         }
         db = folder / "stats.db"
-        assert run_cli("scan", "--quiet", **env).returncode == 0
-        assert run_cli("account", "--refresh", "hourly", "--quiet", **env).returncode == 0
+        for argv in (["scan"], ["account", "--refresh", "hourly"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "ingester", *argv, "--quiet"], env=ingester_env(**env), check=False
+            )
+            assert done.returncode == 0
         settings = ViewerSettings(db=db, import_dir=folder / "imports", refresh_check_seconds=3600)
         launcher = ProcessLauncher(
             ingest_command=default_ingest_command(), db_path=db, import_dir=folder, environ=ingester_env(**env)

@@ -104,6 +104,7 @@ HTTP_ERROR_KINDS = frozenset(
         ErrorKind.METHOD_NOT_ALLOWED,
         ErrorKind.HTTP_ERROR,
         ErrorKind.HIDDEN_UNKNOWN,
+        ErrorKind.UNKNOWN_ACCOUNT,
         ErrorKind.INTERNAL,
     }
 )
