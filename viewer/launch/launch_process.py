@@ -107,6 +107,8 @@ class ProcessLauncher:
         env = {
             **self.environ,
             "GMAIL_STATS_DB": str(self.db_path),
+            # The account is the request's `--account` alone, never one the viewer's own environment names.
+            "GMAIL_STATS_ACCOUNT": "",
             "GMAIL_STATS_LAUNCH_TOKEN": request.launch_token,
             "PYTHONUNBUFFERED": "1",
         }
