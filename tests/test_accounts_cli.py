@@ -95,3 +95,14 @@ def test_resume_hint_names_the_account(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
         assert "gmail-stats scan --resume 1" in err and "--account b" in err, err
+
+
+def test_an_unattended_scan_never_waits_for_consent(tmp_path: Path) -> None:
+    """The cron line's scan: without a usable token cache it fails at once, `auth_required`, asking nobody."""
+    with fake_google(tmp_path, 20, tokens=False) as g:
+        result = g.scan("--unattended", GMAIL_STATS_AUTH_TIMEOUT="600")
+        assert result.returncode == 1, result.stderr
+        assert "needs consent" in result.stderr and "http" not in result.stdout  # no consent link printed
+        failed = runs(g.db)[-1]
+        assert (failed["state"], failed["error_kind"], failed["auth_url"]) == ("failed", "auth_required", None)
+        assert g.google.auth_requests == []

@@ -52,15 +52,16 @@ def test_two_accounts_side_by_side_in_the_viewer(tmp_path: Path) -> None:
             status = client.get("/api/status").json()
             assert status["ingest_lock_held"] and status["active_run"]["state"] == "running"
             assert not client.get("/api/status", params={"account": "b"}).json()["ingest_lock_held"]
-            gate.set()
-            wait_for(lambda: _done(client, "default", first.json()["run_id"]), timeout=120, what="the first scan")
-
-            # A Takeout import goes to the account picked (a new one: the ingester creates its database).
+            # A Takeout import goes to the account picked (a new one: the ingester creates its database), also
+            # while the default account's scan still runs.
             imported = client.post(
                 "/api/runs", params={"account": "old"}, json={"source": "mbox", "path": "old.mbox"}, headers=headers
             )
             assert imported.status_code == 202, imported.text
             wait_for(lambda: _done(client, "old", imported.json()["run_id"]), timeout=120, what="the import")
+            assert client.get("/api/status").json()["active_run"]["state"] == "running"
+            gate.set()
+            wait_for(lambda: _done(client, "default", first.json()["run_id"]), timeout=120, what="the first scan")
             typed = client.post(
                 "/api/account/settings", params={"account": "old"}, json={"address": "Old@Example.com"}, headers=headers
             )
