@@ -61,6 +61,7 @@ export async function loadAccounts() {
     accounts.push(mine);
   }
   currentName = current;
+  document.body.dataset.accounts = String(accounts.length);
   renderSwitch(accounts, current);
   state.accountAddress = mine.gmail_address || "";
   $("account-freshness").textContent = freshnessText(mine, body.now_unix);
