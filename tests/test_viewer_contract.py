@@ -75,7 +75,8 @@ def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
         with TestClient(create_app(config), base_url=f"http://{FUZZ_HOST}") as client:
             yield client
     finally:
-        _stop_fake_ingesters(folder / "stats.db")
+        for db in sorted(folder.glob("stats*.db")):  # every account the fuzzing launched into
+            _stop_fake_ingesters(db)
 
 
 @pytest.fixture(scope="module")

@@ -56,16 +56,14 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
     """The complete argv for a request; the only caller-supplied parts are a validated path, a run id, an account
     name and (for `account`) a refresh choice or an address, each checked before it gets here."""
     argv = [*ingest_command, str(request.command)]
-    if request.account != DEFAULT_ACCOUNT:
-        argv += ["--account", check_name(request.account)]
+    named = ["--account", check_name(request.account)] if request.account != DEFAULT_ACCOUNT else []
     if request.command is LaunchCommand.ACCOUNT:
+        argv += named
         if request.refresh is not None:
             argv += ["--refresh", str(Refresh(request.refresh))]
         if request.address is not None:
-            argv += ["--address", request.address]
+            argv.append(f"--address={request.address}")  # one word: an address may start with `-`
         return [*argv, "--quiet"]
-    if request.unattended:
-        argv.append("--unattended")
     if request.command is LaunchCommand.IMPORT:
         if request.import_path is None:
             raise ValueError("an import needs import_path")
@@ -73,6 +71,9 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
         argv += [str(import_dir.resolve() / request.import_path), "--confine-to", str(import_dir.resolve())]
     if request.resume_run_id is not None:
         argv += ["--resume", str(int(request.resume_run_id))]
+    argv += named
+    if request.unattended:
+        argv.append("--unattended")
     argv.append("--quiet")
     return argv
 
