@@ -37,17 +37,17 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
     given a read-only `-shm`: then the main file is read alone (`immutable`), which is exact as no writer can be
     there (a writer needs the folder for its `-wal`).
     """
-    if not settings.db.is_file():
+    if not settings.db_file().is_file():
         style = settings.command_style
-        where = "in the stack's data volume" if style == CommandStyle.MAKE else f"at {settings.db}"
+        where = "in the stack's data volume" if style == CommandStyle.MAKE else f"at {settings.db_file()}"
         first = f"`{import_command(path='PATH', style=style)}` or `{scan_command(style)}`"
         raise DatabaseError(f"no database {where} yet; run {first} first")
     version: int | None = None
     failure: BaseException | None = None
     for readonly_shm, immutable in ((False, False), (True, False), (True, True)):
-        if immutable and not _writerless(settings.db):
+        if immutable and not _writerless(settings.db_file()):
             break
-        engine = reader_engine(settings.db, readonly_shm=readonly_shm, immutable=immutable)
+        engine = reader_engine(settings.db_file(), readonly_shm=readonly_shm, immutable=immutable)
         try:
             with engine.connect() as conn:
                 version = schema_version(conn)
@@ -58,10 +58,10 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
         break
     if version is None:
         assert failure is not None
-        raise database_error(settings.db, failure) from failure
+        raise database_error(settings.db_file(), failure) from failure
     check_not_too_new(version)
     if version < LATEST_VERSION:
-        raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
+        raise DatabaseError(f"{settings.db_file()} has an older schema; run any import or scan once to upgrade it")
     return engine
 
 
@@ -98,7 +98,7 @@ def runs_text(settings: IngesterSettings, *, limit: int, as_json: bool, verbose:
         return json.dumps([run.public_dict() for run in runs], indent=2) + "\n"
     if not runs:
         return "no runs yet\n"
-    alive = is_lock_held(settings.db)
+    alive = is_lock_held(settings.db_file())
     lines: list[str] = []
     for run in runs:
         lines.append(_format_run(run, ingester_alive=alive))

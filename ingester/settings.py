@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from shared.accounts import DEFAULT_ACCOUNT, account_file, check_name
 from shared.settings import CommonSettings
 
 
@@ -33,6 +34,11 @@ class IngesterSettings(CommonSettings):
         default=None,
         description="The secrets folder as the host names it (compose sets it from GMAIL_STATS_SECRETS): errors "
         "about credentials.json and the token cache name it instead of the container's /secrets.",
+    )
+    account: str | None = Field(
+        default=None,
+        description="The account (mailbox) to work on: its database `stats.NAME.db` and token cache "
+        "`tokencache.NAME.json` sit beside `db` and `tokens` (unset, or `default`: those files themselves).",
     )
     credentials: Path = Field(
         default=Path("./credentials.json"),
@@ -100,6 +106,21 @@ class IngesterSettings(CommonSettings):
         gt=0,
         description="Seconds before a Gmail request without an answer counts as failed (and is retried).",
     )
+
+    @field_validator("account", mode="before")
+    @classmethod
+    def _account_name(cls, value: object) -> object:
+        if value in ("", None, DEFAULT_ACCOUNT):
+            return None
+        return check_name(str(value))
+
+    def db_file(self) -> Path:
+        """The database of the chosen account."""
+        return account_file(self.db, self.account)
+
+    def tokens_file(self) -> Path:
+        """The token cache of the chosen account."""
+        return account_file(self.tokens, self.account)
 
     def effective_parse_workers(self) -> int:
         if self.parse_workers is not None:

@@ -75,7 +75,8 @@ def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
         with TestClient(create_app(config), base_url=f"http://{FUZZ_HOST}") as client:
             yield client
     finally:
-        _stop_fake_ingesters(folder / "stats.db")
+        for db in sorted(folder.glob("stats*.db")):  # every account the fuzzing launched into
+            _stop_fake_ingesters(db)
 
 
 @pytest.fixture(scope="module")
@@ -200,6 +201,8 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
         "/api/gmail/filters.xml",
         "/api/estimates",
         "/api/estimates.csv",
+        "/api/accounts",
+        "/api/account/settings",
     }
     errors = document["components"]["schemas"]["ErrorOut"]
     assert set(errors["required"]) == {"error", "message"}

@@ -45,6 +45,11 @@ class ViewerSettings(CommonSettings):
         gt=0,
         description="Seconds a launch waits for the new ingester's run row before answering.",
     )
+    refresh_check_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How often the viewer looks whether an account's refresh (hourly or daily) is due.",
+    )
 
     def shown_import_dir(self) -> str:
         """The import folder as the person knows it: the host's folder under Docker."""

@@ -40,6 +40,8 @@ from ingester.gmail.scan_store import (
 from ingester.gmail.scan_types import ScanRequest, ScanTuning
 from ingester.runs.lifecycle import ResumeHint, RunLifecycle, RunResult
 from ingester.runs.report import Reporter
+from shared.account_store import is_address
+from shared.accounts import GMAIL_ADDRESS_KEY
 from shared.errors import ErrorKind, GmailApiError
 from shared.resume import resume_command
 from shared.schema.models import Source
@@ -113,6 +115,8 @@ class _Scanner:
                 pending = get_sync_state(conn, PENDING_HISTORY_ID_KEY) if resume_token is not None else None
                 start_history_id = pending or profile.history_id
                 set_sync_state(conn, PENDING_HISTORY_ID_KEY, start_history_id)
+                if is_address(profile.email_address):
+                    set_sync_state(conn, GMAIL_ADDRESS_KEY, profile.email_address.lower())
             life.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=life.tally.seen)
             if retry_ids and not settler.collect(settler.submit([(i, None) for i in retry_ids])):
                 raise FetchCancelled()

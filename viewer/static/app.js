@@ -2,6 +2,7 @@
 // every module is served from /static (CSP default-src 'self'), and every dynamic string goes through textContent.
 
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
+import { wireAccounts } from "./accounts.js";
 import { drawVolume } from "./chart.js";
 import { wireDetail } from "./detail.js";
 import { loadEstimates } from "./estimates.js";
@@ -155,6 +156,7 @@ function init() {
     store.set("theme", next);
   });
   wireFocus();
+  wireAccounts();
   setRunHooks({ poll, showTakeoutCard });
   wireTable();
   wireDetail();

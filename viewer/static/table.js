@@ -11,7 +11,7 @@ import { wireKeys } from "./keys.js";
 import { selectPage, syncSelection, toggleRow, wireSelection } from "./selection.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
-import { $, bytes, date, el, fmt, percent, shareText, store } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText, store, withAccount } from "./util.js";
 
 const MOSTLY_UNREAD = 0.8;
 const channel = new Latest();
@@ -106,7 +106,7 @@ export async function loadTable() {
       // The export link names the same hidden set as the page it was built with.
       const exportParams = filterParams();
       if (mine.has("hidden")) exportParams.set("hidden", mine.get("hidden"));
-      $("export").href = `/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`;
+      $("export").href = withAccount(`/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`);
       return channel.get(`${path}?${mine}`);
     }, { withKept: keptLeftOut() });
   } catch (err) {

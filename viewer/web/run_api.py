@@ -14,6 +14,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from shared.accounts import DEFAULT_ACCOUNT
 from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import is_lock_held
 from shared.resume import import_command, runs_command, scan_command
@@ -27,7 +28,7 @@ from viewer.query import queries
 from viewer.query.database import Database
 from viewer.query.queries import DbState, Generation
 from viewer.web.answers import Read, generation_headers, label
-from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep, ViewerState
+from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, StateDep, ViewerState
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -196,25 +197,27 @@ def _escaped_if_not_utf8(path: str) -> str | None:
 
 
 @router.get("/imports")
-def imports(settings: SettingsDep) -> ImportsOut:
+def imports(state: StateDep) -> ImportsOut:
+    settings = state.settings
     shown, style = settings.shown_import_dir(), settings.command_style
-    db = str(settings.db.absolute())  # the viewer's own file: a pasted command fills this page
+    db = str(state.control.base_db.absolute())  # the viewer's own folder: a pasted command fills this page
+    account = None if state.account == DEFAULT_ACCOUNT else state.account
     files: list[ImportFileOut] = []
     unreadable: list[str] = []
     for f in list_mbox_files(settings.import_dir):
         if (escaped := _escaped_if_not_utf8(f.path)) is not None:
             unreadable.append(escaped)
             continue
-        command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db)
+        command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db, account=account)
         files.append(ImportFileOut(**asdict(f), command=command))
     return ImportsOut(
         import_dir=shown,
         import_dir_exists=settings.import_dir.is_dir(),
         files=files,
         unreadable_names=unreadable,
-        import_command=import_command(path="path/to/file.mbox", style=style, db=db),
-        scan_command=scan_command(style, db),
-        runs_command=runs_command(style, db),
+        import_command=import_command(path="path/to/file.mbox", style=style, db=db, account=account),
+        scan_command=scan_command(style, db, account),
+        runs_command=runs_command(style, db, account),
     )
 
 
