@@ -51,7 +51,11 @@ def test_two_accounts_side_by_side_in_the_viewer(tmp_path: Path) -> None:
             assert done_b["state"] == "done", done_b
             status = client.get("/api/status").json()
             assert status["ingest_lock_held"] and status["active_run"]["state"] == "running"
-            assert not client.get("/api/status", params={"account": "b"}).json()["ingest_lock_held"]
+            # The row says done a moment before the ingester exits and its lock is free: a state to wait on.
+            wait_for(
+                lambda: not client.get("/api/status", params={"account": "b"}).json()["ingest_lock_held"],
+                what="account b's ingester exits",
+            )
             # A Takeout import goes to the account picked (a new one: the ingester creates its database), also
             # while the default account's scan still runs.
             imported = client.post(
