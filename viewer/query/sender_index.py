@@ -79,6 +79,8 @@ class SenderIndex:
     def covers(f: SenderFilter) -> bool:
         """True when every term of `f` means here what it means in SQL (see the module docstring)."""
         q = f.q
+        if f.extended:  # dates, sizes and months are matched in SQL only (`sender_queries._extended`)
+            return False
         return "\n" not in q and "\x00" not in q and (q.isascii() or not uses_trigrams(q))
 
     def select(self, f: SenderFilter, *, hidden_ids: list[int]) -> IndexedMatch:
