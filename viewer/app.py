@@ -27,7 +27,7 @@ from viewer.query.hidden import HiddenSets
 from viewer.query.index_keeper import IndexKeeper
 from viewer.query.sender_index import build as build_index
 from viewer.settings import ViewerSettings
-from viewer.web import api, gmail_api, run_api
+from viewer.web import api, domain_export, gmail_api, run_api
 from viewer.web.deps import ViewerState
 from viewer.web.handlers import install_error_handlers
 from viewer.web.security import SecurityGuard
@@ -117,6 +117,7 @@ def create_app(
     )
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)
+    app.include_router(domain_export.router)
     app.include_router(run_api.router)
     app.include_router(gmail_api.router)
 

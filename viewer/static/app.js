@@ -3,6 +3,7 @@
 
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
 import { drawVolume } from "./chart.js";
+import { pickMonth } from "./finder.js";
 import { wireDetail } from "./detail.js";
 import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
@@ -11,7 +12,7 @@ import { loadHistory, loadLog, wireHistory } from "./history.js";
 import { cancel, launch, pasteConsent, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
-import { loadTable, wireTable } from "./table.js";
+import { loadTable, setView, wireTable } from "./table.js";
 import { $, busy, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
@@ -37,13 +38,16 @@ function renderDbProblem(kind, detail) {
   return true;
 }
 
+// The main chart's bars narrow the sender table to their month (finder.js).
+const ALL_MAIL = { caption: "Messages per month, all mail", onPick: (month) => pickMonth(month, () => setView("senders")) };
+
 async function loadVolume() {
   try {
     const volume = await withHidden(new URLSearchParams(), (params) => volumeChannel.get(`/api/volume${params.size ? `?${params}` : ""}`));
     if (volume === null) return;
     lastVolume = volume;
     lastVolumeAt = Date.now();
-    drawVolume($("chart-all"), volume, { caption: "Messages per month, all mail" });
+    drawVolume($("chart-all"), volume, ALL_MAIL);
     $("chart-note").textContent = volume.undated ? `${fmt(volume.undated)} messages have no date` : "";
   } catch (err) {
     // A viewer without /api/volume has no chart to offer: drop the panel rather than show an error in it.
@@ -210,7 +214,7 @@ function init() {
   let resizeTimer = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(() => lastVolume && drawVolume($("chart-all"), lastVolume, { caption: "Messages per month, all mail" }), 200);
+    resizeTimer = setTimeout(() => lastVolume && drawVolume($("chart-all"), lastVolume, ALL_MAIL), 200);
   });
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden) {
