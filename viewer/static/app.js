@@ -125,7 +125,7 @@ async function exportCsv(event) {
     const response = await fetch(link.href, { credentials: "same-origin" });
     if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
     const url = URL.createObjectURL(await response.blob());
-    const save = el("a", { attrs: { href: url, download: "gmail-stats-senders.csv" } });
+    const save = el("a", { attrs: { href: url, download: link.getAttribute("download") || "gmail-stats-senders.csv" } });
     document.body.append(save);
     save.click();
     save.remove();

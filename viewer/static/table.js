@@ -150,9 +150,11 @@ function renderHead() {
         const sorts = key === "unread" && state.view === "senders" ? [sort, "unread"] : [sort];
         th.setAttribute("aria-sort", sorts.includes(t.sort) ? (t.order === "desc" ? "descending" : "ascending") : "none");
         if (sorts.length > 1) {
-          b.textContent = "Unread %";
+          // Two sorts in one header: the share (the label) and the count ("#"); only the active one shows an arrow.
           b.title = "Sort by unread share";
-          const count = el("button", { cls: "sort sort-count", text: "#", attrs: { type: "button", "data-sort": "unread", "aria-label": "Sort by unread messages", title: "Sort by unread messages" } });
+          b.classList.toggle("sort-off", t.sort === "unread");
+          const off = t.sort === "unread" ? "" : " sort-off";
+          const count = el("button", { cls: `sort sort-count${off}`, text: "#", attrs: { type: "button", "data-sort": "unread", "aria-label": "Sort by unread messages", title: "Sort by unread messages" } });
           count.addEventListener("click", () => sortBy("unread"));
           th.append(count);
         }
