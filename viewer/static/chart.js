@@ -69,7 +69,7 @@ export function drawVolume(container, volume, { caption = "Messages per month", 
     viewBox: `0 0 ${width} ${HEIGHT}`,
     width,
     height: HEIGHT,
-    role: "img",
+    role: onPick ? "group" : "img", // an image holds no buttons (axe: nested-interactive)
     "aria-label": `${caption}: ${fmt(total)} messages from ${label(months[0].month)} to ${label(months[months.length - 1].month)}`,
   });
   for (const fraction of [0, 0.5, 1]) {

@@ -1,5 +1,5 @@
 // Finding what to act on (#22): the date and size filters beside the presets, the month a chart bar picked, and
-// the page address, which keeps the table's view, search, preset, filters and sort (a reload or a shared link shows
+// the page address, which keeps the table's view, preset, filters and sort (a reload or a shared link shows
 // the same senders). Every filter here is one the API applies, so totals, paging, selection and export agree.
 
 import { state } from "./state.js";
@@ -13,7 +13,8 @@ const FIELDS = [
   ["min_bytes", "find-min-mb", (v) => String(Math.round(Number(v) * MB))],
   ["min_avg_bytes", "find-min-avg-kb", (v) => String(Math.round(Number(v) * 1024))],
 ];
-const URL_KEYS = ["view", "q", "preset", "domain", "sort", "order", "month", ...FIELDS.map(([key]) => key)];
+// The search is not kept (it is what a person types now, and it would land in the browser's history).
+const URL_KEYS = ["view", "preset", "domain", "sort", "order", "month", ...FIELDS.map(([key]) => key)];
 const MONTH_NAMES = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /** A UTC day `years` and `months` before today, as the API's dates are written (YYYY-MM-DD). */
@@ -37,13 +38,11 @@ export function readAddress(presets, views) {
   const got = new URLSearchParams(window.location.search);
   const t = state.table;
   if (views.includes(got.get("view"))) state.view = got.get("view");
-  if (got.get("q")) t.q = got.get("q");
   if (got.get("preset") in presets) t.preset = got.get("preset");
   if (got.get("domain")) t.domain = got.get("domain");
   if (got.get("sort")) t.sort = got.get("sort");
   if (["asc", "desc"].includes(got.get("order"))) t.order = got.get("order");
   for (const key of ["month", ...FIELDS.map(([k]) => k)]) if (got.get(key)) t.find[key] = got.get(key);
-  $("search").value = t.q;
   for (const [key, id] of FIELDS) {
     const raw = t.find[key];
     if (raw === undefined) continue;
@@ -55,7 +54,7 @@ export function readAddress(presets, views) {
 /** Writes the table's state into the address (replacing it: paging and sorting are no history entries). */
 export function writeAddress() {
   const t = state.table;
-  const values = { view: state.view === "senders" ? "" : state.view, q: t.q, preset: t.preset === "all" ? "" : t.preset, domain: state.view === "senders" ? t.domain : "", sort: t.sort === "mails_sent" && t.order === "desc" ? "" : t.sort, order: t.sort === "mails_sent" && t.order === "desc" ? "" : t.order, ...t.find };
+  const values = { view: state.view === "senders" ? "" : state.view, preset: t.preset === "all" ? "" : t.preset, domain: state.view === "senders" ? t.domain : "", sort: t.sort === "mails_sent" && t.order === "desc" ? "" : t.sort, order: t.sort === "mails_sent" && t.order === "desc" ? "" : t.order, ...t.find };
   const out = new URLSearchParams();
   for (const key of URL_KEYS) if (values[key]) out.set(key, values[key]);
   const search = out.size ? `?${out}` : "";
