@@ -36,7 +36,7 @@ def seeded(db_path: Path) -> Path:
     ],
 )
 def test_export_keeps_what_the_viewer_keeps(
-    tmp_path: Path, seeded: Path, flags: tuple[str, ...], params: dict[str, object]
+    tmp_path: Path, seeded: Path, flags: tuple[str, ...], params: dict[str, str | int]
 ) -> None:
     with viewer(make_settings(tmp_path)) as client:
         shown = [s["sender"] for s in client.get("/api/senders", params=params).json()["senders"]]
