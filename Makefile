@@ -7,17 +7,23 @@ RUNTIME := $(VENV)/.installed-runtime
 DEV := $(VENV)/.installed-dev
 MBOX ?=
 RESUME ?=
+ACCOUNT ?=
+REFRESH ?=
+ADDRESS ?=
 # `make scan RESUME=4` / `make import MBOX=… RESUME=3` continue an interrupted run. A file name is data, never make
 # or shell text: `$(value …)` takes MBOX and RESUME as typed (make does not expand `$(shell …)` in them), the recipes
 # read them from the environment as "$$…" (the shell does not parse them), and MBOX and RESUME themselves are not
 # exported (make would expand them to build the recipes' environment).
 override MAKE_MBOX := $(value MBOX)
 override MAKE_RESUME := $(value RESUME)
-export MAKE_MBOX MAKE_RESUME
-unexport MBOX RESUME
-RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"}
+override MAKE_ACCOUNT := $(value ACCOUNT)
+override MAKE_REFRESH := $(value REFRESH)
+override MAKE_ADDRESS := $(value ADDRESS)
+export MAKE_MBOX MAKE_RESUME MAKE_ACCOUNT MAKE_REFRESH MAKE_ADDRESS
+unexport MBOX RESUME ACCOUNT REFRESH ADDRESS
+RESUME_FLAG = $${MAKE_RESUME:+--resume "$$MAKE_RESUME"} $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"}
 
-.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs
+.PHONY: install install-dev lock docs fmt check test bench secrets up down logs scan import runs account
 
 install: $(RUNTIME)
 	@echo "gmail-stats is installed in $(BIN); put it on your PATH with:  . $(BIN)/activate"
@@ -73,6 +79,11 @@ scan: secrets
 import:
 	@test -n "$$MAKE_MBOX" || { echo 'usage: make import MBOX=/path/to/file.mbox [RESUME=RUN_ID]' >&2; exit 2; }; test -f "$$MAKE_MBOX" || { printf 'make import: %s: no such file\n' "$$MAKE_MBOX" >&2; exit 1; }; dir=$$(cd "$$(dirname -- "$$MAKE_MBOX")" && pwd) && name=$$(basename -- "$$MAKE_MBOX") && sh docker/compose-run.sh --volume "$$dir:/mbox:ro" --env GMAIL_STATS_HOST_MBOX="$$dir/$$name" ingester import "/mbox/$$name" $(RESUME_FLAG)
 
+# An account's settings (`make account ACCOUNT=old ADDRESS=old.me@gmail.com`, `make account REFRESH=hourly`), or
+# the list of accounts (`make account`); ACCOUNT= works with scan, import and runs too.
+account:
+	docker compose run --rm --no-deps ingester account $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"} $${MAKE_REFRESH:+--refresh "$$MAKE_REFRESH"} $${MAKE_ADDRESS:+--address "$$MAKE_ADDRESS"} $$([ -n "$$MAKE_ACCOUNT$$MAKE_REFRESH$$MAKE_ADDRESS" ] || echo --list)
+
 # The runs and their warnings, newest first, read from the stack's database volume (nothing is written).
 runs:
-	docker compose run --rm --no-deps ingester runs --verbose
+	docker compose run --rm --no-deps ingester runs --verbose $${MAKE_ACCOUNT:+--account "$$MAKE_ACCOUNT"}

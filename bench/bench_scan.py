@@ -62,7 +62,9 @@ class Fake:
         self.process.communicate(timeout=30)
 
 
-def start_fake(folder: Path, messages: int, quota: float | None, mix: str = "singles") -> Fake:
+def start_fake(
+    folder: Path, messages: int, quota: float | None, mix: str = "singles", *, extra: tuple[str, ...] = ()
+) -> Fake:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -71,6 +73,7 @@ def start_fake(folder: Path, messages: int, quota: float | None, mix: str = "sin
     argv += ["--write-credentials", str(credentials), "--write-tokens", str(tokens), "--mix", mix]
     if quota is not None:
         argv += ["--quota", str(quota)]
+    argv += extra
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()

@@ -28,9 +28,6 @@ from shared.schema.migration_search import SEARCH_KEY_SQL
 from shared.schema.migrations import LATEST_VERSION, migrate
 from shared.schema.models import search_key
 from shared.text.domains import registrable_domain
-from viewer.query.database import Database
-from viewer.query.index_keeper import SETTLE_SECONDS
-from viewer.query.sender_index import build
 
 OUT = Path(__file__).parent / "out"
 DB = OUT / f"viewer-200k-v{LATEST_VERSION}.db"
@@ -171,37 +168,6 @@ def _heartbeat(stop: threading.Event) -> None:
         close_writer_keeping_sidecars(engine, DB)
 
 
-def _index_ready(base: str, pid: int) -> None:
-    """What a person's open page leads to once the file settles: its next status poll starts the viewer reading
-    the senders into memory (`viewer.query.index_keeper`); waits for that, then for the viewer to go quiet (~1.5 s)."""
-    time.sleep(SETTLE_SECONDS + 0.3)
-    httpx.get(f"{base}/api/status", timeout=10).raise_for_status()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        before = _cpu_seconds(pid)
-        time.sleep(0.5)
-        if _cpu_seconds(pid) - before < 0.02:
-            return
-    raise RuntimeError("the viewer did not go quiet within 60 s")
-
-
-def _index_build() -> tuple[float, float]:
-    """Seconds to read the sender index, in process, and the MB its arrays hold."""
-    database = Database(DB)
-    with database.connect() as conn:
-        started = time.perf_counter()
-        index = build(conn)
-        seconds = time.perf_counter() - started
-    database.engine.dispose()
-    # `text` is not counted: `chars` is a view of it.
-    parts = [getattr(index, name) for name in index.__slots__ if hasattr(getattr(index, name), "nbytes")]
-    if index.lookup is not None:  # the hidden senders' columns (`viewer.query.sender_lookup`), addresses included
-        parts += [getattr(index.lookup, name) for name in index.lookup.__slots__]
-    held = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
-    held += sum(o.nbytes for o in index.orders.values())
-    return seconds, held / 1e6
-
-
 def _single(base: str, url: str, repeat: int = 20, vary: int = 0) -> list[float]:
     """Sequential requests, timed with this process's garbage collector paused (as `timeit` does): a collection
     here took up to 85 ms and would be counted as the viewer's time."""
@@ -291,10 +257,10 @@ def _each(base: str, make_url: Callable[[int], str], count: int = 10) -> list[fl
 
 
 def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
-    """Distinct queries (a varying offset or query), so each one misses the response cache and measures the SQL.
+    """Distinct queries (a varying offset or query), so each one misses the cache and measures the SQL.
 
     A search of one or two characters cannot vary its text: its later pages reuse the count of its first (kept
-    while the database is unchanged), so its p95 (the 10th of 10) is the first, uncounted request."""
+    for the generation), so its p95 (the 10th of 10) is the first, uncounted request."""
     extra: dict[str, list[float]] = {}
     if "sorts" in parts:
         extra["page at offset 100,000"] = _single(base, "/api/senders?limit=50&offset={}", vary=100_000)
@@ -340,7 +306,7 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
             extra[f"{label}, sorted by size"] = _single(
                 base, f"/api/senders?limit=50&sort=bytes&{query}&offset={{}}", repeat=10
             )
-    if "find" in parts:  # #22: terms SQLite answers alone (the in-memory index holds none of them)
+    if "find" in parts:  # #22: the date, size and month terms and the unread-count sort
         finds = {
             "last mail before a day (silent 2 years)": "last_before=2020-01-01",
             "first mail on or after a day (new this year)": "first_after=2024-06-01",
@@ -384,9 +350,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause", type=float, default=1.0, help="pause between a poller's cycles (the page: 1 s)")
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument(
-        "--no-index", action="store_true", help="the viewer without its in-memory sender index (SQLite counts filters)"
-    )
-    parser.add_argument(
         "--only", nargs="+", choices=PARTS, default=PARTS, help="measure only these parts (the machine is shared)"
     )
     args = parser.parse_args(argv)
@@ -396,7 +359,6 @@ def main(argv: list[str] | None = None) -> int:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GMAIL_STATS_")}
     env["GMAIL_STATS_IMPORT_DIR"] = str(OUT)
-    env["GMAIL_STATS_SENDER_INDEX"] = "false" if args.no_index else "true"
     server = subprocess.Popen(
         [sys.executable, "-m", "viewer", "--db", str(DB), "--port", str(port)],
         env=env,
@@ -415,8 +377,6 @@ def main(argv: list[str] | None = None) -> int:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
-        if not args.no_index:
-            _index_ready(base, server.pid)
         idle_rss, _ = _rss_kib(server.pid)
         _single(base, "/api/senders?limit=50", repeat=5)  # warm the page cache
         idle: dict[str, list[float]] = {"status": [], "page": []}
@@ -436,8 +396,6 @@ def main(argv: list[str] | None = None) -> int:
                 stop.set()
                 writer.join()
             cpu["busy"] = (_cpu_seconds(server.pid) - before) / max(1, len(busy["status"]) + len(busy["page"]))
-            if not args.no_index:
-                _index_ready(base, server.pid)  # the commits made the viewer drop its copy of the senders
         extra = _extra(base, parts)
         rss, peak = _rss_kib(server.pid)
     finally:
@@ -464,8 +422,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     for phase, seconds in cpu.items():
         print(f"\nviewer CPU per polled request ({phase} database): {seconds * 1000:.2f} ms")
-    seconds, held = _index_build()
-    print(f"\nsender index: read in {seconds:.2f} s (in process), {held:.0f} MB of arrays")
     print(f"\nviewer RSS: {idle_rss / 1024:.0f} MB idle, {rss / 1024:.0f} MB at the end, peak {peak / 1024:.0f} MB")
     return 0
 

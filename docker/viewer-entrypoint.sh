@@ -2,7 +2,9 @@
 # The viewer's entrypoint. Started as root only to (1) create the stack's two runner containers with the engine's
 # socket (`python -m viewer.launch.provision`), (2) start the Docker API filter (HAProxy) as uid 10002 with the socket's
 # group, and (3) run the web process as uid 10001 with no supplementary group, so it can reach the filter's socket
-# but never the engine's. No capabilities remain after that. Already non-root: runs the viewer as is.
+# but never the engine's. The web process has no capabilities; only the filter's watcher (a root shell that runs
+# nothing but HAProxy and, when it dies, `kill -TERM 1` as the web user) keeps CAP_SETUID/CAP_SETGID, out of the
+# web process's reach (another user: no signals, no ptrace). Already non-root: runs the viewer as is.
 set -eu
 socket=/var/run/docker.sock
 filter_dir=/run/docker-api-filter
@@ -16,8 +18,14 @@ if [ -S "$socket" ]; then
     GMAIL_STATS_FILTER_SOCKET=$filter_dir/docker.sock
     export GMAIL_STATS_RUNNER_IMPORT GMAIL_STATS_RUNNER_SCAN GMAIL_STATS_FILTER_SOCKET
     group=$(stat -c %g "$socket")
-    setpriv --reuid=10002 --regid=10002 --groups="$group" --inh-caps=-all -- \
-        haproxy -db -f /etc/gmail-stats/docker-api-filter.cfg &
+    # HAProxy's watcher: a filter that dies ends the web process (PID 1) as its own user, so the container exits
+    # and compose's `restart: unless-stopped` starts both again; the health check reports the gap meanwhile.
+    (
+        setpriv --reuid=10002 --regid=10002 --groups="$group" --inh-caps=-all -- \
+            haproxy -db -f /etc/gmail-stats/docker-api-filter.cfg || true
+        echo "viewer-entrypoint: the Docker API filter stopped; stopping the viewer so that it restarts" >&2
+        exec setpriv --reuid=10001 --regid=10001 --clear-groups --inh-caps=-all -- sh -c 'kill -TERM 1'
+    ) &
     tries=0
     until [ -S "$GMAIL_STATS_FILTER_SOCKET" ]; do
         tries=$((tries + 1))

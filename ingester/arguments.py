@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from shared.accounts import check_name
 from shared.errors import UsageError
 
 MAX_RUN_ID = 2**63 - 1  # SQLite's INTEGER PRIMARY KEY is a signed 64-bit integer
@@ -36,3 +37,12 @@ def count_arg(text: str) -> int:
     if not 0 <= value <= MAX_RUN_ID:
         raise argparse.ArgumentTypeError(f"{text} is out of range (0 to {MAX_RUN_ID})")
     return value
+
+
+def account_arg(text: str) -> str:
+    if "@" in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is an address; --account takes an account's name (see --address)")
+    try:
+        return check_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

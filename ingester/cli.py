@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ingester import gmail_exports
+from ingester.account_command import account_text
 from ingester.gmail.consent import PastedLines
 from ingester.mbox.importer import ImportRequest, check_mbox_path, run_import
 from ingester.parser import build_parser
@@ -25,7 +26,7 @@ from ingester.runs.signals import cancel_on_signals
 from ingester.settings import IngesterSettings
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import GmailStatsError, UsageError
-from shared.resume import CommandStyle, resume_command
+from shared.resume import CommandStyle, resume_command, runs_command
 from shared.schema.models import RunState, Source
 from shared.timeutil import system_clock
 
@@ -38,7 +39,7 @@ def _settings(args: argparse.Namespace) -> IngesterSettings:
     overrides: dict[str, Any] = {}
     if args.db is not None:
         overrides["db"] = args.db
-    for name in ("credentials", "tokens", "launch_token"):
+    for name in ("credentials", "tokens", "launch_token", "account"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
     return IngesterSettings(**overrides)
@@ -64,7 +65,7 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
     cancel = threading.Event()
     with (
         cancel_on_signals(cancel, abort_note=resume.abort_note),
-        ingest_session(settings.db, clock=system_clock) as engine,
+        ingest_session(settings.db_file(), clock=system_clock) as engine,
     ):
         result = run_import(
             engine=engine,
@@ -75,7 +76,7 @@ def _cmd_import(args: argparse.Namespace, settings: IngesterSettings) -> int:
             parse_workers=settings.effective_parse_workers(),
             resume_hint=resume,
         )
-    return _report(result, quiet=args.quiet)
+    return _report(result, quiet=args.quiet, runs=resume.runs_command())
 
 
 class _Resume:
@@ -93,11 +94,18 @@ class _Resume:
         default_db = settings.db == IngesterSettings.model_fields["db"].default
         self.db = None if make or default_db else str(settings.db.absolute())
         self.mbox = settings.host_mbox or _host_path(mbox, import_dir, settings.host_import_dir)
+        self.account = settings.account
         self.last = ""
 
     def __call__(self, run_id: int) -> str:
-        self.last = resume_command(source=self.source, run_id=run_id, style=self.style, db=self.db, mbox_path=self.mbox)
+        self.last = resume_command(
+            source=self.source, run_id=run_id, style=self.style, db=self.db, mbox_path=self.mbox, account=self.account
+        )
         return self.last
+
+    def runs_command(self) -> str:
+        """The command listing the runs' warnings, in this process's words (`make runs` under Docker)."""
+        return runs_command(self.style, self.db)
 
     def abort_note(self) -> str:
         if not self.last:
@@ -114,11 +122,11 @@ def _host_path(mbox: Path | None, import_dir: Path | None, host_import_dir: str 
     return str(mbox.absolute())
 
 
-def _report(result: RunResult, *, quiet: bool) -> int:
+def _report(result: RunResult, *, quiet: bool, runs: str) -> int:
     if result.state == RunState.CANCELLED:
         print(f"cancelled; resume with: {result.resume_command}", file=sys.stderr, flush=True)
     if not quiet:
-        print(result.summary(), file=sys.stderr)
+        print(result.summary(runs_command=runs), file=sys.stderr)
     return EXIT_OK
 
 
@@ -157,14 +165,15 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     from ingester.gmail.scan_types import ScanRequest, ScanTuning
 
     reporter = make_reporter(quiet=args.quiet, verbose=args.verbose, unit_bytes=False)
-    pasted = _pasted_lines(args)
+    pasted = None if args.unattended else _pasted_lines(args)
     on_consent_url = _print_consent_url if pasted is None else _print_consent_url_and_paste
     access = GoogleAccess(
         credentials_path=settings.credentials,
-        tokens_path=settings.tokens,
+        tokens_path=settings.tokens_file(),
         oauth_bind=settings.oauth_bind,
         oauth_port=settings.oauth_port,
         auth_timeout=settings.auth_timeout,
+        unattended=args.unattended,
         api_endpoint=settings.api_endpoint,
         http_timeout=settings.http_timeout,
         note=reporter.note,
@@ -178,7 +187,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
     resume = _Resume(settings, source=Source.BACKFILL if args.backfill_message_ids else Source.GMAIL_API, mbox=None)
     with (
         cancel_on_signals(cancel, abort_note=resume.abort_note),
-        ingest_session(settings.db, clock=system_clock) as engine,
+        ingest_session(settings.db_file(), clock=system_clock) as engine,
     ):
         if args.backfill_message_ids:
             result = run_backfill(
@@ -204,7 +213,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
                 on_consent_url=on_consent_url,
                 resume_hint=resume,
             )
-    return _report(result, quiet=args.quiet)
+    return _report(result, quiet=args.quiet, runs=resume.runs_command())
 
 
 def _cmd_runs(args: argparse.Namespace, settings: IngesterSettings) -> int:
@@ -231,7 +240,20 @@ def _cmd_export(args: argparse.Namespace, settings: IngesterSettings) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"import": _cmd_import, "scan": _cmd_scan, "runs": _cmd_runs, "export": _cmd_export}
+def _cmd_account(args: argparse.Namespace, settings: IngesterSettings) -> int:
+    text = account_text(settings, address=args.address, refresh=args.refresh, listing=args.list)
+    if not args.quiet:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+_COMMANDS = {
+    "import": _cmd_import,
+    "scan": _cmd_scan,
+    "runs": _cmd_runs,
+    "export": _cmd_export,
+    "account": _cmd_account,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gmail-stats: {exc}", file=sys.stderr)
         return exc.exit_code
     except SQLITE_FAILURES as exc:  # a read that failed past `open_for_reading` (e.g. damage deeper in the file)
-        where = settings.db if settings is not None else Path("the database")
+        where = settings.db_file() if settings is not None else Path("the database")
         print(f"gmail-stats: {database_error(where, exc)}", file=sys.stderr)
         return EXIT_FAILURE
 

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ingester.account_command import show
 from ingester.read_commands import choice_from_args, open_for_reading
 from ingester.settings import IngesterSettings
 from shared.actions.gmail_filters import FilterActions, filters_file
 from shared.actions.gmail_search import Narrowing, split_links, valid_account
-from shared.errors import UsageError
-from shared.summary import SenderChoice, all_senders
+from shared.errors import GmailStatsError, UsageError
+from shared.sender_list import SenderChoice
+from shared.summary import all_senders
 
 FORMATS = ("gmail-links", "gmail-filters")
 LINK_FLAGS = ("unread", "older_than_months", "larger_mb", "inbox")
@@ -58,10 +60,17 @@ def _senders(settings: IngesterSettings, senders_file: Path | None, choice: Send
     return found
 
 
-def _account(account: str | None) -> str | None:
+def _account(settings: IngesterSettings, account: str | None) -> str | None:
+    """The address links open in: the one given with `--address`, else the one the account's database knows."""
     if account is not None and not valid_account(account):
-        raise UsageError(f"--account {account!r} is not a Gmail address such as you@gmail.com")
-    return account
+        raise UsageError(f"--address {account!r} is not a Gmail address such as you@gmail.com")
+    if account is not None:
+        return account
+    try:
+        stored = show(settings).gmail_address
+    except GmailStatsError:
+        return None  # no database (a senders file was given): the first signed-in account
+    return stored if stored is not None and valid_account(stored) else None
 
 
 def _left_out(left_out: tuple[str, ...]) -> str:
@@ -80,7 +89,7 @@ def gmail_links(
     account: str | None,
     choice: SenderChoice | None = None,
 ) -> GmailExport:
-    made = split_links(_senders(settings, senders_file, choice), narrowing, account=_account(account))
+    made = split_links(_senders(settings, senders_file, choice), narrowing, account=_account(settings, account))
     named = sum(len(link.senders) for link in made.links)
     text = "".join(f"{link.url}\n" for link in made.links)
     return GmailExport(text=text, note=f"{len(made.links):,} links for {named:,} senders{_left_out(made.left_out)}")
@@ -99,7 +108,7 @@ def gmail_filters(
         _senders(settings, senders_file, choice),
         actions,
         now=datetime.fromtimestamp(now, tz=UTC),
-        author=_account(account),
+        author=_account(settings, account),
     )
     note = f"{made.filters:,} filters for {made.senders:,} senders{_left_out(made.left_out)}"
     return GmailExport(text=made.xml, note=note)
@@ -113,7 +122,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the senders to act on: one address or domain a line, or a CSV from --format csv (default: every sender)",
     )
-    gmail.add_argument("--account", metavar="ADDRESS", help="your Gmail address: links open in that account")
+    gmail.add_argument(
+        "--address",
+        metavar="ADDRESS",
+        help="your Gmail address: links open in that account (default: the one the account's scan learnt)",
+    )
     gmail.add_argument("--unread", action="store_true", help="gmail-links: unread mail only (is:unread)")
     gmail.add_argument("--older-than-months", type=int, metavar="N", help="gmail-links: older than N months")
     gmail.add_argument("--larger-mb", type=int, metavar="N", help="gmail-links: larger than N MB")
@@ -127,7 +140,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def flags_given(args: argparse.Namespace) -> list[str]:
     """The Gmail flags set on the command line, as typed (`--mark-read`)."""
-    names = ("senders", "account", *LINK_FLAGS, *FILTER_FLAGS)
+    names = ("senders", "address", *LINK_FLAGS, *FILTER_FLAGS)
     return ["--" + name.replace("_", "-") for name in names if getattr(args, name) not in (None, False)]
 
 
@@ -152,7 +165,7 @@ def from_args(args: argparse.Namespace, settings: IngesterSettings, *, now: floa
             settings,
             senders_file=args.senders,
             narrowing=narrowing,
-            account=args.account,
+            account=args.address,
             choice=choice_from_args(args),
         )
     else:
@@ -167,7 +180,7 @@ def from_args(args: argparse.Namespace, settings: IngesterSettings, *, now: floa
             settings,
             senders_file=args.senders,
             actions=actions,
-            account=args.account,
+            account=args.address,
             now=now,
             choice=choice_from_args(args),
         )

@@ -7,13 +7,19 @@ import argparse
 from pathlib import Path
 
 from ingester import gmail_exports, read_commands
-from ingester.arguments import OneLineParser, count_arg, run_id_arg
+from ingester.arguments import OneLineParser, account_arg, count_arg, run_id_arg
 from ingester.settings import IngesterSettings
 from shared.settings import flag_help
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, metavar="FILE", help=flag_help(IngesterSettings, "db", "database file"))
+    parser.add_argument(
+        "--account",
+        type=account_arg,
+        metavar="NAME",
+        help=flag_help(IngesterSettings, "account", "the account (mailbox): its own database and token cache"),
+    )
     noise = parser.add_mutually_exclusive_group()
     noise.add_argument("--quiet", "-q", action="store_true", help="print nothing but errors")
     noise.add_argument("--verbose", "-v", action="store_true", help="also print every warning")
@@ -78,8 +84,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="while waiting for consent, also read the address the browser ended on from standard input (the "
         "default when it is a terminal; for a browser on another machine)",
     )
+    scan.add_argument(
+        "--unattended",
+        action="store_true",
+        help="never wait for consent: a scan that needs it fails with auth_required (scheduled refreshes, cron)",
+    )
     scan.add_argument("--launch-token", help=argparse.SUPPRESS)
     _common(scan)
+
+    account = commands.add_parser(
+        "account",
+        help="show or set an account's Gmail address and refresh interval",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Show an account's settings, or set them: the Gmail address its links open (`authuser=`; a "
+        "scan learns it from Gmail, a Takeout-only account is told it once) and how often the viewer refreshes it "
+        "with an incremental scan. Setting one creates the account's database.",
+        epilog="Example:\n  gmail-stats account --account old --address old.me@gmail.com\n"
+        "  gmail-stats account --refresh hourly\n  gmail-stats account --list",
+    )
+    account.add_argument("--address", metavar="EMAIL", help="the Gmail address of this account")
+    account.add_argument(
+        "--refresh", choices=("off", "hourly", "daily"), help="how often the viewer scans this account on its own"
+    )
+    account.add_argument("--list", action="store_true", help="list the accounts beside the database")
+    _common(account)
 
     runs = commands.add_parser(
         "runs",
@@ -99,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write per-sender statistics: the same JSON document the viewer serves at /api/summary.",
         epilog=(
             "Example:\n  gmail-stats export --format csv --output senders.csv\n"
-            "  gmail-stats export --format gmail-links --senders picked.txt --unread --account you@gmail.com\n"
+            "  gmail-stats export --format gmail-links --senders picked.txt --unread --address you@gmail.com\n"
             "  gmail-stats export --format gmail-filters --senders picked.txt --archive --mark-read --output f.xml\n"
             "  gmail-stats export --format gmail-filters --last-before 2024-12-01 --archive   # silent 2 years"
         ),

@@ -26,8 +26,9 @@ from shared.lock import is_lock_held
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import Run, list_runs
 from shared.schema.migrations import LATEST_VERSION, check_not_too_new, schema_version
-from shared.summary import SENDER_COLUMNS, SenderChoice, all_senders, summary_document
-from shared.text.csv_cells import neutralise_record
+from shared.sender_list import SenderChoice, every_sender
+from shared.summary import all_senders, summary_document
+from shared.text.csv_cells import SENDER_CSV_COLUMNS, sender_csv_row
 from shared.timeutil import system_clock
 
 
@@ -39,17 +40,17 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
     given a read-only `-shm`: then the main file is read alone (`immutable`), which is exact as no writer can be
     there (a writer needs the folder for its `-wal`).
     """
-    if not settings.db.is_file():
+    if not settings.db_file().is_file():
         style = settings.command_style
-        where = "in the stack's data volume" if style == CommandStyle.MAKE else f"at {settings.db}"
+        where = "in the stack's data volume" if style == CommandStyle.MAKE else f"at {settings.db_file()}"
         first = f"`{import_command(path='PATH', style=style)}` or `{scan_command(style)}`"
         raise DatabaseError(f"no database {where} yet; run {first} first")
     version: int | None = None
     failure: BaseException | None = None
     for readonly_shm, immutable in ((False, False), (True, False), (True, True)):
-        if immutable and not _writerless(settings.db):
+        if immutable and not _writerless(settings.db_file()):
             break
-        engine = reader_engine(settings.db, readonly_shm=readonly_shm, immutable=immutable)
+        engine = reader_engine(settings.db_file(), readonly_shm=readonly_shm, immutable=immutable)
         try:
             with engine.connect() as conn:
                 version = schema_version(conn)
@@ -60,10 +61,10 @@ def open_for_reading(settings: IngesterSettings) -> Engine:
         break
     if version is None:
         assert failure is not None
-        raise database_error(settings.db, failure) from failure
+        raise database_error(settings.db_file(), failure) from failure
     check_not_too_new(version)
     if version < LATEST_VERSION:
-        raise DatabaseError(f"{settings.db} has an older schema; run any import or scan once to upgrade it")
+        raise DatabaseError(f"{settings.db_file()} has an older schema; run any import or scan once to upgrade it")
     return engine
 
 
@@ -100,7 +101,7 @@ def runs_text(settings: IngesterSettings, *, limit: int, as_json: bool, verbose:
         return json.dumps([run.public_dict() for run in runs], indent=2) + "\n"
     if not runs:
         return "no runs yet\n"
-    alive = is_lock_held(settings.db)
+    alive = is_lock_held(settings.db_file())
     lines: list[str] = []
     for run in runs:
         lines.append(_format_run(run, ingester_alive=alive))
@@ -151,17 +152,16 @@ def _count(text: str) -> int:
 def export_text(settings: IngesterSettings, *, as_json: bool, choice: SenderChoice | None = None) -> str:
     """`gmail-stats export`: every sender (or those `choice` keeps) as the summary JSON document or as CSV."""
     engine = open_for_reading(settings)
-    with engine.connect() as conn:
-        senders = all_senders(conn, choice)
-    document = summary_document(senders, now=system_clock())
     buffer = io.StringIO()
-    if as_json:
-        json.dump(document, buffer, ensure_ascii=False, indent=2)
-        buffer.write("\n")
-    else:
-        writer = csv.DictWriter(buffer, fieldnames=SENDER_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(neutralise_record(sender) for sender in document["senders"])
+    with engine.connect() as conn:
+        if as_json:
+            document = summary_document(all_senders(conn, choice), now=system_clock())
+            json.dump(document, buffer, ensure_ascii=False, indent=2)
+            buffer.write("\n")
+        else:  # the page's format (`shared.text.csv_cells`): the same columns and ISO dates as `/api/export.csv`
+            writer = csv.writer(buffer, lineterminator="\n")
+            writer.writerow(SENDER_CSV_COLUMNS)
+            writer.writerows(sender_csv_row(row) for row in every_sender(conn, choice))
     return buffer.getvalue()
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from shared.accounts import DEFAULT_ACCOUNT, account_file, check_name
 from shared.settings import CommonSettings
 
 
@@ -32,6 +34,11 @@ class IngesterSettings(CommonSettings):
         default=None,
         description="The secrets folder as the host names it (compose sets it from GMAIL_STATS_SECRETS): errors "
         "about credentials.json and the token cache name it instead of the container's /secrets.",
+    )
+    account: str | None = Field(
+        default=None,
+        description="The account (mailbox) to work on: its database `stats.NAME.db` and token cache "
+        "`tokencache.NAME.json` sit beside `db` and `tokens` (unset, or `default`: those files themselves).",
     )
     credentials: Path = Field(
         default=Path("./credentials.json"),
@@ -83,11 +90,37 @@ class IngesterSettings(CommonSettings):
         gt=0,
         description="First backoff delay after a transient Gmail error; it doubles per retry, up to 8 s, with jitter.",
     )
+    first_scan_order: Literal["random", "listing"] = Field(
+        default="random",
+        description="Order of a first full scan's fetches: `random` lists every id first, then fetches threads in a "
+        "seeded random order, so the viewer can estimate every sender while it runs (docs/scanning.md); `listing` "
+        "fetches newest first as Gmail lists them.",
+    )
+    first_scan_seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="Seed of a first scan's random order (default: a fresh one per scan, kept for its resume).",
+    )
     http_timeout: float = Field(
         default=60.0,
         gt=0,
         description="Seconds before a Gmail request without an answer counts as failed (and is retried).",
     )
+
+    @field_validator("account", mode="before")
+    @classmethod
+    def _account_name(cls, value: object) -> object:
+        if value in ("", None, DEFAULT_ACCOUNT):
+            return None
+        return check_name(str(value))
+
+    def db_file(self) -> Path:
+        """The database of the chosen account."""
+        return account_file(self.db, self.account)
+
+    def tokens_file(self) -> Path:
+        """The token cache of the chosen account."""
+        return account_file(self.tokens, self.account)
 
     def effective_parse_workers(self) -> int:
         if self.parse_workers is not None:

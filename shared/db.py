@@ -8,11 +8,14 @@ import stat
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool, StaticPool
 
+from shared.schema.migration_generation import BUMP_SQL, GENERATION_TABLE
+
 BUSY_TIMEOUT_MS = 5000
+_HAS_GENERATION = "gmail_stats_has_generation"
 # Large enough to keep the hot index pages of a 500k-message mailbox in memory, small enough for the RSS budget.
 WRITER_CACHE_KIB = 8 * 1024
 
@@ -79,7 +82,28 @@ def writer_engine(db_path: Path) -> Engine:
     def _begin(conn: object) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")  # type: ignore[attr-defined]
 
+    @event.listens_for(engine, "commit")
+    def _bump(conn: Connection) -> None:
+        bump_generation(conn)
+
     return engine
+
+
+def bump_generation(conn: Connection) -> None:
+    """Raises `data_generation` inside the transaction about to commit, so no commit leaves it unchanged.
+
+    Every write the ingester makes passes here (batches, run rows, heartbeats, migrations); before schema step 8
+    has created the table there is nothing to raise. Known present once seen: a table is never dropped.
+    """
+    info = conn.info
+    if not info.get(_HAS_GENERATION):
+        found = conn.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (GENERATION_TABLE,)
+        ).first()
+        if found is None:
+            return
+        info[_HAS_GENERATION] = True
+    conn.exec_driver_sql(BUMP_SQL)
 
 
 def reader_engine(db_path: Path, *, readonly_shm: bool = False, immutable: bool = False) -> Engine:

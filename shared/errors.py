@@ -48,6 +48,7 @@ class ErrorKind(StrEnum):
     BAD_PATH = "bad_path"
     BAD_SCOPE = "bad_scope"
     HTTP_ERROR = "http_error"  # any other HTTP-level refusal (a status the viewer has no kind for)
+    UNKNOWN_ACCOUNT = "unknown_account"  # `?account=` names no account of this data folder
     HIDDEN_UNKNOWN = "hidden_unknown"  # a `hidden=` id this viewer does not hold (restarted): send the set again
 
 
@@ -103,6 +104,7 @@ HTTP_ERROR_KINDS = frozenset(
         ErrorKind.METHOD_NOT_ALLOWED,
         ErrorKind.HTTP_ERROR,
         ErrorKind.HIDDEN_UNKNOWN,
+        ErrorKind.UNKNOWN_ACCOUNT,
         ErrorKind.INTERNAL,
     }
 )

@@ -10,6 +10,7 @@ locks on it, SQLite's included, so nothing else here (above all the probe) ever 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -71,9 +72,11 @@ class IngestLock:
         self.path = lock_path_for(db_path)
         self._patience = patience_seconds
         self._fds: list[int] = []
+        self._made_lock_file = False
 
     def acquire(self) -> None:
         """Takes the lock file's lock, then the database file's (creating an empty database file if needed)."""
+        self._made_lock_file = not os.path.lexists(self.path)
         try:
             lock_fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, what="ingest lock file")
         except OSError as exc:
@@ -103,6 +106,15 @@ class IngestLock:
         """Closes the database descriptor first (its lock protects the file), then the lock file's."""
         while self._fds:
             os.close(self._fds.pop())
+
+    def release_refusing(self) -> None:
+        """Releases after the database was refused, removing the lock file if this acquire made it, so a refused
+        file gets nothing beside it. Safe while held: the database file's own lock still excludes a second
+        ingester that opened the removed lock file meanwhile."""
+        if self._made_lock_file and self._fds:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        self.release()
 
     def __enter__(self) -> IngestLock:
         self.acquire()

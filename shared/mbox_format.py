@@ -28,7 +28,8 @@ BOM = b"\xef\xbb\xbf"
 # and a digit, then a header-like line. Judged only after a blank line or at the start of the file, by
 # `suspect_line_end`: one regex with lazy runs between those three parts backtracked in the square of the line's
 # length (a crafted 2 KB line cost seconds), so each part is found by a forward search of its own.
-_DAY_OR_MONTH = re.compile(rb"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b")
+# No word boundary before the name: a flipped blank glues it to the word before (`FrixDec 04`).
+_DAY_OR_MONTH = re.compile(rb"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)(?![a-z])")
 _DIGIT = re.compile(rb"\d")
 # A header name and its colon; `:` is outside the name's class, so a failed match gives back each byte once.
 _HEADER_LIKE = re.compile(rb"[!-9;-~]+[ \t]*:")
@@ -37,19 +38,27 @@ _HEADER_LIKE = re.compile(rb"[!-9;-~]+[ \t]*:")
 def suspect_line_end(data: bytes, start: int, limit: int) -> int | None:
     """The offset of the newline ending a suspect separator line at `start` (judged within `data[:limit]`), or None.
 
-    Linear in the line's length: the cheap tests come first (a non-blank after `From `, a line end, a header-like
-    next line), and each search runs forward once; the first day or month name is the one to test, since any
-    digit after a later one also follows the first.
+    A separator split in two by one flipped byte (`From 1000\n0002@xxx Fri Dec …`) is judged as one line when
+    the line after the pair looks like a header. Linear in the lines' length: the cheap tests come first (a line
+    end, a header-like line after it), and each search runs forward once; the first day or month name is the one
+    to test, since any digit after a later one also follows the first.
     """
     if not data.startswith(b"From ", start) or start + 5 >= limit:
         return None
-    first = start + 5
-    while first < limit and data[first] in b" \t":  # `From  6784...@xxx Mon ...`: one flipped byte, still meant
-        first += 1
-    if first >= limit or data[first : first + 1].isspace():
-        return None
     line_end = data.find(b"\n", start, limit)
-    if line_end == -1 or _HEADER_LIKE.match(data, line_end + 1, limit) is None:
+    if line_end == -1:
+        return None
+    if _HEADER_LIKE.match(data, line_end + 1, limit) is None:
+        if data.startswith(b"From ", line_end + 1):
+            return None  # the next line is a separator (or a candidate) of its own
+        second_end = data.find(b"\n", line_end + 1, limit)
+        if second_end == -1 or _HEADER_LIKE.match(data, second_end + 1, limit) is None:
+            return None  # no header after the pair: a body paragraph
+        line_end = second_end
+    first = start + 5
+    while first < line_end and data[first] in b" \t\r\n":  # `From  6784…@xxx Mon …`: a flipped byte, still meant
+        first += 1
+    if first >= line_end:
         return None
     name = _DAY_OR_MONTH.search(data, first + 1, line_end)
     if name is None or _DIGIT.search(data, name.end(), line_end) is None:

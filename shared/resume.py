@@ -31,28 +31,38 @@ def make_command(verb: str, **variables: str | int) -> str:
     return " ".join(["make", verb, *assignments])
 
 
-def _cli(argv: list[str], db: str | None) -> str:
-    return shlex.join([*argv, "--db", db] if db is not None else argv)
+def _cli(argv: list[str], db: str | None, account: str | None = None) -> str:
+    named = ["--account", account] if account else []
+    return shlex.join([*argv, "--db", db, *named] if db is not None else [*argv, *named])
 
 
-def import_command(*, path: str, style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+def _make(verb: str, account: str | None, **variables: str | int) -> str:
+    return make_command(verb, **variables, **({"ACCOUNT": account} if account else {}))
+
+
+def import_command(
+    *, path: str, style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None
+) -> str:
     """The command that imports `path`, the file as the person names it (on a Docker host: the host's path).
 
     `db` is the database to name with `--db` (the viewer's own, so a pasted command fills the page's file); the
-    `make` verbs know the stack's database, so they never take one.
+    `make` verbs know the stack's database, so they never take one; `account` names an account other than the
+    default (`--account`, `ACCOUNT=`).
     """
     if style == CommandStyle.MAKE:
-        return make_command("import", MBOX=path)
-    return _cli(["gmail-stats", "import", path], db)
+        return _make("import", account, MBOX=path)
+    return _cli(["gmail-stats", "import", path], db, account)
 
 
-def scan_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
-    return "make scan" if style == CommandStyle.MAKE else _cli(["gmail-stats", "scan"], db)
+def scan_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None) -> str:
+    return _make("scan", account) if style == CommandStyle.MAKE else _cli(["gmail-stats", "scan"], db, account)
 
 
-def runs_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None) -> str:
+def runs_command(style: CommandStyle = CommandStyle.CLI, db: str | None = None, account: str | None = None) -> str:
     """The command that lists the runs with their warnings and errors (what to read when the page cannot)."""
-    return "make runs" if style == CommandStyle.MAKE else _cli(["gmail-stats", "runs", "--verbose"], db)
+    if style == CommandStyle.MAKE:
+        return _make("runs", account)
+    return _cli(["gmail-stats", "runs", "--verbose"], db, account)
 
 
 def resume_command(
@@ -62,6 +72,7 @@ def resume_command(
     style: CommandStyle = CommandStyle.CLI,
     db: str | None = None,
     mbox_path: str | None = None,
+    account: str | None = None,
 ) -> str:
     """The command that continues run `run_id` of `source`.
 
@@ -69,12 +80,14 @@ def resume_command(
     as the person knows it (on a Docker host: the host path given to `make import MBOX=`). A backfill is never
     reopened: running it again is its resume.
     """
+    named = {"ACCOUNT": account} if account else {}
     if style == CommandStyle.MAKE:
         if source == Source.MBOX:
-            return make_command("import", MBOX=mbox_path or "PATH", RESUME=run_id)
+            return make_command("import", MBOX=mbox_path or "PATH", RESUME=run_id, **named)
         if source == Source.BACKFILL:
-            return "docker compose run --rm --service-ports ingester scan --backfill-message-ids"
-        return make_command("scan", RESUME=run_id)
+            flags = f" --account {shlex.quote(account)}" if account else ""
+            return f"docker compose run --rm --service-ports ingester scan --backfill-message-ids{flags}"
+        return make_command("scan", RESUME=run_id, **named)
     if source == Source.MBOX:
         argv = ["gmail-stats", "import", mbox_path or "PATH", "--resume", str(run_id)]
     elif source == Source.BACKFILL:
@@ -83,4 +96,6 @@ def resume_command(
         argv = ["gmail-stats", "scan", "--resume", str(run_id)]
     if db is not None:
         argv += ["--db", db]
+    if account:
+        argv += ["--account", account]
     return shlex.join(argv)

@@ -153,6 +153,7 @@ class Session:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_default_signals,
             )
             assert self.process.stdout is not None
             read_fd = self.process.stdout.fileno()
@@ -197,14 +198,36 @@ class Session:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             raise AssertionError(f"still running after {timeout} s:\n{self.output()[-3000:]}") from None
+        self._close_output()
+        return code
+
+    def close(self) -> None:
+        """Ends the command if it still runs (its whole process group) and closes its output; idempotent."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
+        self._close_output()
+
+    def _close_output(self) -> None:
         self._reader.join(10)
         if self.tty:
-            os.close(self._master)
+            if self._master >= 0:
+                os.close(self._master)
+                self._master = -1
         elif self.process.stdout is not None:
             self.process.stdout.close()
-        return code
+
+
+def _default_signals() -> None:
+    """Runs in the child: SIGINT and SIGQUIT as a login shell has them. A test run started in the background of a
+    non-interactive shell (`cmd &`, as CI runners and nohup do) inherits both ignored, and a shell script cannot
+    trap a signal ignored on entry: `make scan`'s Ctrl-C handler would never run and the test would wait for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def _take_terminal() -> None:
     """Runs in the child after setsid: the pseudo-terminal becomes its controlling terminal, as a login's is."""
+    _default_signals()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)

@@ -68,6 +68,15 @@ class GoogleSetup:
     def write_token_cache(self) -> None:
         self.tokens.write_text(json.dumps(self.google.authorized_user_info()))
 
+    def add_account(self, name: str, messages: int, *, seed: int, address: str) -> Mailbox:
+        """A second mailbox behind the same fake, reached by account `name`'s own token cache
+        (`tokencache.NAME.json` beside the first), as a person's second Gmail account is."""
+        box = Mailbox.generate(messages, seed=seed, senders=60)
+        self.google.add_mailbox(name, box, address=address)
+        tokens = self.tokens.with_name(f"{self.tokens.stem}.{name}{self.tokens.suffix}")
+        tokens.write_text(json.dumps(self.google.authorized_user_info(name)))
+        return box
+
 
 @contextmanager
 def fake_google(

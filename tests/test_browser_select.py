@@ -247,3 +247,22 @@ def test_one_domain_from_its_details(chromium: Browser, site: str) -> None:
     expected = f"https://mail.google.com/mail/?authuser=me@gmail.com#search/from%3A{domain}%20older_than%3A24m"
     expect(link).to_have_attribute("href", expected)
     assert console.problems == []
+
+
+def test_a_broad_filter_says_30000_plus_until_counted(chromium: Browser, tmp_path: Path, db_path: Path) -> None:
+    """Past 30,000 matches the page does not wait for a full count: "of 30,000+ senders", Next still pages on,
+    and `Count all` asks for the exact figure (datasette's `count_limit`)."""
+    many = [(f"bulk-{i:05d}@list-{i % 40}.example", "", 1 + i % 3, DAY, DAY, 10, 0, 0) for i in range(30_050)]
+    seed(db_path, many)
+    with serve(make_settings(tmp_path)) as url:
+        page, console = new_page(chromium, width=1440)
+        page.goto(url)
+        expect(page.locator("#range")).to_have_text("1\u201350 of 30,050 senders")  # no filter: the table's total
+        expect(page.locator("#count-exact")).to_be_hidden()
+        page.locator("#search").fill("bulk")
+        expect(page.locator("#range")).to_have_text("1\u201350 of 30,000+ senders")
+        expect(page.locator("#next")).to_be_enabled()
+        page.locator("#count-exact").click()
+        expect(page.locator("#range")).to_have_text("1\u201350 of 30,050 senders")
+        expect(page.locator("#count-exact")).to_be_hidden()
+        assert console.problems == []

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from shared.runs import PUBLIC_RUN_COLUMNS
+from shared.text.csv_cells import SENDER_CSV_COLUMNS, iso_date
 from tests.conftest import REPO_ROOT, run_cli
 from tests.factories import generate_messages, write_mbox
+from tests.viewer_support import make_settings, viewer
 
 
 @pytest.fixture
@@ -87,7 +89,15 @@ def test_export_csv_to_a_file(tmp_path: Path, db_path: Path, imported: dict[str,
     assert result.returncode == 0 and result.stdout == ""
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
     as_json = json.loads(run_cli("export", "--db", db_path).stdout)["senders"]
-    assert rows == [{k: "" if v is None else str(v) for k, v in s.items()} for s in as_json]
+    # The page's format: its 13 columns, ISO dates (`shared.text.csv_cells`), the same rows in the same order.
+    assert list(rows[0]) == list(SENDER_CSV_COLUMNS)
+    shared = ("sender", "display_name", "mails_sent", "bytes", "unread", "list_unsubscribe")
+    assert [{k: r[k] for k in shared} for r in rows] == [{k: str(s[k]) for k in shared} for s in as_json]
+    assert [(r["first_seen"], r["last_seen"]) for r in rows] == [
+        (iso_date(s["first_seen_unix"]), iso_date(s["last_seen_unix"])) for s in as_json
+    ]
+    with viewer(make_settings(db_path.parent, db=db_path)) as client:
+        assert client.get("/api/export.csv").text == target.read_text()
 
 
 def test_reading_commands_on_a_missing_database(tmp_path: Path) -> None:
@@ -128,13 +138,16 @@ def test_warnings_are_counted_in_the_summary_and_listed_by_runs_verbose(tmp_path
     assert plain.returncode == 0, plain.stderr
     assert "warning:" not in plain.stderr
     assert plain.stderr.rstrip().endswith(
-        "0 skipped, 1 warning (listed by `gmail-stats runs --verbose` and on the page)"
+        f"0 skipped, 1 warning (listed by `gmail-stats runs --verbose --db {db_path}` and on the page)"
     )
     listed = run_cli("runs", "--verbose", "--db", db_path)
     assert listed.stdout.splitlines()[1:] == [
         "    warning: bytes 0-73: sender header: broken encoded-word (charset 'utf-7'); counted as is"
     ]
     assert run_cli("runs", "--db", db_path).stdout.count("\n") == 1
+    # Under Docker the ingester says the host's verb (the import is new to this database: same warning again).
+    under_docker = run_cli("import", mbox, "--db", tmp_path / "other.db", GMAIL_STATS_COMMAND_STYLE="make")
+    assert under_docker.stderr.rstrip().endswith("1 warning (listed by `make runs` and on the page)")
 
 
 def test_help_has_examples() -> None:

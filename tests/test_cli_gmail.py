@@ -22,7 +22,7 @@ def imported(tmp_path: Path, db_path: Path) -> dict[str, int]:
 
 
 def test_links_for_every_sender_of_the_database(db_path: Path, imported: dict[str, int]) -> None:
-    result = run_cli("export", "--format", "gmail-links", "--unread", "--account", "me@gmail.com", "--db", db_path)
+    result = run_cli("export", "--format", "gmail-links", "--unread", "--address", "me@gmail.com", "--db", db_path)
     assert result.returncode == 0, result.stderr
     urls = result.stdout.splitlines()
     assert result.stderr == f"gmail-stats: {len(urls)} links for {len(imported)} senders\n"
@@ -64,7 +64,7 @@ def test_a_csv_export_is_a_sender_list(tmp_path: Path, db_path: Path, imported: 
         (("--format", "gmail-filters", "--senders", "LIST", "--unread"), "--unread applies to --format gmail-links"),
         (("--format", "gmail-links", "--senders", "LIST", "--archive"), "--archive applies to --format gmail-filters"),
         (("--format", "csv", "--mark-read"), "--mark-read applies to --format gmail-links or gmail-filters"),
-        (("--format", "gmail-links", "--senders", "LIST", "--account", "me"), "is not a Gmail address"),
+        (("--format", "gmail-links", "--senders", "LIST", "--address", "me"), "is not a Gmail address"),
         (("--format", "gmail-links", "--senders", "LIST", "--larger-mb", "0"), "--larger-mb must be at least 1"),
         (("--format", "gmail-links", "--senders", "MISSING"), "cannot read the sender list"),
         (("--format", "gmail-links", "--senders", "EMPTY"), "names no sender"),

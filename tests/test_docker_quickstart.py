@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from viewer.launch.container_spec import STACK_LABEL
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
 
 MBOX_NAME = "All mail Including Spam and Trash.mbox"
-GMAIL_MESSAGES = 500
+GMAIL_MESSAGES = 1500
 OAUTH_PORT = 8765
 
 
@@ -77,9 +77,12 @@ class QuickStart:
     project: str
     port: int
     mbox_counts: dict[str, int]
+    sessions: list[Session] = field(default_factory=list)
 
     def run(self, *command: str, tty: bool = False) -> Session:
-        return Session(self.user.argv(*command), cwd=self.repo, env=self.user.env(), tty=tty)
+        session = Session(self.user.argv(*command), cwd=self.repo, env=self.user.env(), tty=tty)
+        self.sessions.append(session)  # closed by the fixture, even when a test fails before waiting on it
+        return session
 
     def shell(self, script: str, timeout: float = 300) -> str:
         session = self.run("sh", "-ec", script)
@@ -155,6 +158,8 @@ def quickstart() -> Iterator[QuickStart]:
         try:
             yield made
         finally:
+            for session in made.sessions:
+                session.close()
             made.run("make", "down").wait(120)
             remove_containers(f"{STACK_LABEL}={project}")
             subprocess.run(
@@ -165,6 +170,18 @@ def quickstart() -> Iterator[QuickStart]:
                 check=False,
             )
             docker("volume", "rm", "--force", f"{project}-data", check=False)
+
+
+def ingester_containers() -> str:
+    """What `make scan`'s containers are doing, for a failure message: their state, processes and last logs."""
+    lines = []
+    listed = docker("ps", "--all", "--filter", "name=gmail-stats-ingester-", "--format", "{{.Names}}", check=False)
+    for name in listed.stdout.split():
+        state = docker("inspect", "--format", "{{.State.Status}} pid={{.State.Pid}}", name, check=False).stdout
+        top = docker("top", name, check=False).stdout
+        logs = docker("logs", "--tail", "20", name, check=False)
+        lines += [f"{name}: {state.strip()}", top, logs.stdout[-1500:], logs.stderr[-1500:]]
+    return "\n".join(lines) or "no make-scan container"
 
 
 def point_the_ingester_at(google: FakeGoogle, repo: Path, user: HostUser) -> None:
@@ -202,7 +219,8 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
     network = json.loads(docker("network", "inspect", f"{qs.project}_default").stdout)[0]
     mailbox = Mailbox.generate(GMAIL_MESSAGES, seed=5)
     google = FakeGoogle(mailbox)
-    google.faults.stall_rate, google.faults.stall_seconds = 1.0, 0.5  # slow enough to interrupt mid-scan
+    # Each interruption below happens while the fake holds a batch unanswered: mid-scan on any machine.
+    google.faults.gate.hold_after(1)
     server = HostGoogle(google, address=network["IPAM"]["Config"][0]["Gateway"]).start()
     try:
         point_the_ingester_at(google, qs.repo, qs.user)
@@ -221,7 +239,10 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
         wait_for(
             lambda: (qs.scan_row() or {}).get("messages_new", 0) > 0, timeout=60, what="scanned messages", interval=0.3
         )
+        wait_for(google.faults.gate.holding, timeout=60, what="a batch held mid-scan")
         terminal.ctrl_c()  # a keystroke: compose gave the container the terminal
+        terminal.expect(r"cancelling: finishing the work in flight", timeout=60)  # heard; now let the batch go
+        google.faults.gate.release()
         hint = terminal.expect(r"cancelled; resume with: (make scan RESUME=(\d+))\n", timeout=60)
         assert terminal.wait(60) == 0, terminal.output()[-2000:]
         scan_id = int(hint.group(2))
@@ -229,6 +250,7 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
 
         # The printed command, from a script this time: SIGINT to its process group, not a keystroke.
         first = qs.run_row(scan_id)["messages_new"]
+        google.faults.gate.hold_after(1)
         script = qs.run("sh", "-c", hint.group(1))
         wait_for(
             lambda: qs.run_row(scan_id)["messages_new"] > first,
@@ -236,14 +258,19 @@ def test_the_readme_quick_start_as_a_non_root_user(quickstart: QuickStart) -> No
             what="the resumed scan's progress",
             interval=0.3,
         )
+        wait_for(google.faults.gate.holding, timeout=60, what="a batch held mid-resume")
         script.ctrl_c()
+        try:
+            script.expect(r"cancelling: finishing the work in flight", timeout=60)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{ingester_containers()}") from None
+        google.faults.gate.release()
         script.expect(rf"cancelled; resume with: make scan RESUME={scan_id}\n", timeout=60)
         script.wait(60)
         assert qs.run_row(scan_id)["state"] == "cancelled"
         leftovers = docker("ps", "--quiet", "--filter", "name=gmail-stats-ingester-").stdout.split()
         assert leftovers == []  # the interrupted container stopped and was removed
 
-        google.faults.stall_rate = 0.0
         finish = qs.run("sh", "-c", hint.group(1))
         assert finish.wait(120) == 0, finish.output()[-2000:]
     finally:

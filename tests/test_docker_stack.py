@@ -197,6 +197,36 @@ def test_onboarding_status_and_a_viewer_that_cannot_write_data(stack: Stack) -> 
     assert json.loads(docker("inspect", viewer).stdout)[0]["State"]["Health"]["Status"] == "healthy"
 
 
+KILL_THE_FILTER = r"""
+import os, signal
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if f.read().split(b"\0")[0].endswith(b"haproxy"):
+            os.kill(int(pid), signal.SIGKILL)
+            print(pid)
+"""
+
+
+def test_a_dead_api_filter_makes_the_viewer_restart_and_launch_again(stack: Stack) -> None:
+    viewer = stack.compose("ps", "--quiet", "viewer").stdout.strip()
+    restarts = json.loads(docker("inspect", viewer).stdout)[0]["RestartCount"]
+    killed = stack.viewer_exec("python3", "-c", KILL_THE_FILTER, user="10002")  # HAProxy's own user may signal it
+    assert killed.returncode == 0 and killed.stdout.split(), killed.stderr
+
+    def restarted_and_healthy() -> bool:
+        found = json.loads(docker("inspect", viewer).stdout)[0]
+        return bool(found["RestartCount"] > restarts and found["State"].get("Health", {}).get("Status") == "healthy")
+
+    wait_for(restarted_and_healthy, timeout=180, interval=1, what="the viewer restarted with its filter, healthy")
+    logs = docker("logs", viewer).stderr
+    assert "the Docker API filter stopped; stopping the viewer so that it restarts" in logs
+    expected = write_mbox(stack.imports / "after.mbox", generate_messages(count=40, body_bytes=100, senders=5))
+    response = stack.post("/api/runs", {"source": "mbox", "path": "after.mbox"})  # the filter answers again
+    assert response.status_code == 202, response.text
+    run = stack.wait_run(response.json()["run_id"], "done", "failed")
+    assert (run["state"], run["messages_new"]) == ("done", sum(expected.values()))
+
+
 def test_ui_import_runs_in_a_new_container_and_the_counts_match(stack: Stack) -> None:
     expected = write_mbox(
         stack.imports / "Takeout mail.mbox", generate_messages(count=800, body_bytes=300, spam_every=9)

@@ -1,20 +1,18 @@
 """Issue #22 "find what to act on": date, size and month filters and the unread-count sort of `/api/senders` and
-the CSV export, through the real app on files written by the ingester's own store, answered the same with and
-without the viewer's in-memory sender index (which leaves these terms to SQLite)."""
+the CSV export, through the real app on files written by the ingester's own store."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.viewer_support import indexed_viewer, make_settings, seed, viewer
+from tests.viewer_support import make_settings, seed, viewer
 
 JAN, FEB, MAR = 1_704_067_200, 1_706_745_600, 1_709_251_200  # 2024-01/02/03-01T00:00:00Z
 OLD = 1_577_836_800  # 2020-01-01
@@ -26,15 +24,12 @@ ROWS: list[tuple[Any, ...]] = [
     ("gone@old.example", "Gone", 2, OLD, OLD, 20, 1, 0),
     ("bot@example.org", "", 1, None, None, 50, 1, 0),  # undated: no first or last date, no month
 ]
-Client = Callable[[Any], AbstractContextManager[TestClient]]
 
 
-@pytest.fixture(params=["sqlite", "indexed"])
-def client(request: pytest.FixtureRequest, tmp_path: Path, db_path: Path) -> Iterator[TestClient]:
+@pytest.fixture
+def client(tmp_path: Path, db_path: Path) -> Iterator[TestClient]:
     seed(db_path, senders=ROWS)
-    settings = make_settings(tmp_path)
-    opened = viewer(settings) if request.param == "sqlite" else indexed_viewer(settings)
-    with opened as c:
+    with viewer(make_settings(tmp_path)) as c:
         yield c
 
 

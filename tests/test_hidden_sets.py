@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.viewer_support import csrf_headers, indexed_viewer, make_settings, seed, viewer
+from tests.viewer_support import csrf_headers, make_settings, seed, viewer
 from viewer.query.hidden import MAX_SETS
 from viewer.web.security import BODY_CAPS
 
@@ -48,18 +48,16 @@ def _register(client: Any, senders: list[str]) -> str:
     return str(response.json()["hidden"])
 
 
-def _viewer(site: Path, *, indexed: bool) -> AbstractContextManager[TestClient]:
-    """SQLite looks the hidden senders up, or the viewer's copy of the senders (`viewer.query.sender_lookup`)."""
-    return indexed_viewer(make_settings(site)) if indexed else viewer(make_settings(site))
+def _viewer(site: Path) -> AbstractContextManager[TestClient]:
+    return viewer(make_settings(site))
 
 
-@pytest.mark.parametrize("indexed", [False, True], ids=["sqlite", "index"])
-def test_a_thousand_hidden_senders_leave_totals_paging_domains_volume_and_export(site: Path, indexed: bool) -> None:
+def test_a_thousand_hidden_senders_leave_totals_paging_domains_volume_and_export(site: Path) -> None:
     hidden = {*HIDDEN, *WHOLE_DOMAINS}
     assert len(hidden) > 1000
     left = [r for r in ROWS if r[0] not in hidden]
     messages = sum(r[2] for r in left)
-    with _viewer(site, indexed=indexed) as client:
+    with _viewer(site) as client:
         key = _register(client, sorted(hidden))
         seen: list[str] = []
         for offset in range(0, len(left), 200):
@@ -105,10 +103,9 @@ def test_one_set_has_one_id_whatever_its_order(site: Path) -> None:
 ODD_SENDERS = ["Mailer Daemon", "", "Mail\x00er", "plain@x.example"]
 
 
-@pytest.mark.parametrize("indexed", [False, True], ids=["sqlite", "index"])
-def test_senders_without_an_address_or_with_a_nul_can_be_hidden(tmp_path: Path, indexed: bool) -> None:
+def test_senders_without_an_address_or_with_a_nul_can_be_hidden(tmp_path: Path) -> None:
     seed(tmp_path / "stats.db", senders=[(s, "", 2 + i, MONTH, MONTH, 100, 0, 0) for i, s in enumerate(ODD_SENDERS)])
-    with _viewer(tmp_path, indexed=indexed) as client:
+    with _viewer(tmp_path) as client:
         everyone = client.get("/api/senders").json()
         assert sorted(s["sender"] for s in everyone["senders"]) == sorted(ODD_SENDERS)
         for hidden in ODD_SENDERS[:3]:

@@ -6,6 +6,7 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -100,6 +101,49 @@ def test_a_file_that_is_no_database_is_refused_and_nothing_is_made_beside_it(tmp
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mbox", "mail.mbox"]
     assert (db.read_bytes(), db.stat().st_mode & 0o777) == (content, 0o644)
+
+
+def _damaged(kind: str, tmp_path: Path) -> bytes:
+    """A file that starts as SQLite does but cannot be used: SQLite's refusal comes only after the lock."""
+    good = tmp_path / "good.db"
+    with sqlite3.connect(good) as conn:
+        conn.execute("CREATE TABLE t (x TEXT)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(str(i) * 100,) for i in range(2000)])
+    data = good.read_bytes()
+    good.unlink()
+    if kind == "truncated":
+        return data[:8192]
+    if kind == "page one overwritten":
+        return data[:100] + random.Random(7).randbytes(3996) + data[4096:]
+    return b"SQLite format 3\x00" + random.Random(7).randbytes(8000)  # a header, then noise
+
+
+@pytest.mark.parametrize("kind", ["truncated", "page one overwritten", "header then noise"])
+def test_a_damaged_database_is_refused_and_nothing_is_made_beside_it(tmp_path: Path, kind: str) -> None:
+    db = tmp_path / "stats.db"
+    content = _damaged(kind, tmp_path)
+    db.write_bytes(content)
+    db.chmod(0o644)
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=3, body_bytes=10))
+    result = run_cli("import", mbox, "--db", db)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"gmail-stats: {db} is not a gmail-stats database or is damaged ("), result.stderr
+    assert result.stderr.strip().endswith("choose another --db, or move it away to start afresh")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.mbox", "stats.db"]
+    assert (db.read_bytes(), db.stat().st_mode & 0o777) == (content, 0o644)
+
+
+def test_a_database_too_new_is_refused_and_its_lock_file_is_not_left(tmp_path: Path) -> None:
+    db = tmp_path / "stats.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 999")
+    mbox = tmp_path / "a.mbox"
+    write_mbox(mbox, generate_messages(count=3, body_bytes=10))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = run_cli("import", mbox, "--db", db)
+    assert result.returncode != 0 and "schema version 999" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_lock_is_not_inherited_by_children(db_path: Path) -> None:

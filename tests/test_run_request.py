@@ -281,3 +281,35 @@ def test_real_imports_against_a_name_swapped_in_a_loop_never_read_outside(tmp_pa
         swapper.join(10)
     assert counted, "no import got past the checks: the race was not run"
     assert all(counts == inside for counts in counted) and inside != outside
+
+
+def test_a_request_names_its_account_and_an_unattended_scan(tmp_path: Path) -> None:
+    """What the viewer's Docker launcher writes for another account or a scheduled refresh, read back by a runner."""
+    from viewer.launch.container_spec import request_document
+    from viewer.launch.launcher import LaunchCommand, LaunchRequest
+
+    written = request_document(
+        LaunchRequest(command=LaunchCommand.SCAN, launch_token=TOKEN, account="work", unattended=True), now=NOW
+    )
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    (requests / "scan.json").write_bytes(written)
+    assert expand(["run-request", "scan"], now=lambda: NOW, requests_dir=requests) == [
+        "scan",
+        "--account",
+        "work",
+        "--unattended",
+        "--launch-token",
+        TOKEN,
+        "--quiet",
+    ]
+    plain = request_document(LaunchRequest(command=LaunchCommand.SCAN, launch_token=TOKEN), now=NOW)
+    assert "account" not in json.loads(plain)  # the default account, attended: the document of before accounts
+    for bad in (
+        document(command="scan", import_path=None, account="../x", unattended=False),
+        document(command="scan", import_path=None, account="work", unattended=1),
+        document(account="work", unattended=True),  # an import is never unattended
+        document(command="scan", import_path=None, account="work"),  # both keys or neither
+    ):
+        with pytest.raises(UsageError):
+            parse_request(bad, kind=json.loads(bad)["command"], now=NOW)

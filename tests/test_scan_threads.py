@@ -256,7 +256,12 @@ def test_progress_counts_messages_settled_not_calls(tmp_path: Path) -> None:
                 engine=engine,
                 request=ScanRequest(),
                 access=access,
-                tuning=ScanTuning(units_per_second=1e6, workers=3, retry=RetryPolicy(attempts=5, base_seconds=0.05)),
+                tuning=ScanTuning(
+                    units_per_second=1e6,
+                    workers=3,
+                    retry=RetryPolicy(attempts=5, base_seconds=0.05),
+                    random_first_scan=False,  # the listing's order, where threads reach across pages
+                ),
                 reporter=recorder,
                 cancel=threading.Event(),
                 clock=system_clock,

@@ -60,6 +60,7 @@ def test_missing_database_is_onboarding_and_never_created(tmp_path: Path) -> Non
     assert len(bytes.fromhex(status["csrf_token"])) == 32
     assert {k: v for k, v in senders.items() if k != "generated_at_unix"} == {
         "total": 0,
+        "total_exact": True,
         "matched_messages": 0,
         "senders": [],
         "total_messages": 0,
@@ -110,6 +111,7 @@ def test_senders_default_page_whole_body(tmp_path: Path, db_path: Path) -> None:
     ordered = sorted(SENDERS, key=lambda r: (-r[2], r[0]))
     assert body == {
         "total": 6,
+        "total_exact": True,
         "matched_messages": 70,
         "senders": [_row(r) for r in ordered[:3]],
         "total_messages": 70,

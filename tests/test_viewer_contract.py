@@ -75,7 +75,8 @@ def fuzz_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient
         with TestClient(create_app(config), base_url=f"http://{FUZZ_HOST}") as client:
             yield client
     finally:
-        _stop_fake_ingesters(folder / "stats.db")
+        for db in sorted(folder.glob("stats*.db")):  # every account the fuzzing launched into
+            _stop_fake_ingesters(db)
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,8 @@ OPERATIONS = [
     ("POST", "/api/runs/{run_id}/consent"),
     ("GET", "/api/runs/{run_id}/log"),
     ("POST", "/api/hidden"),
+    ("GET", "/api/estimates"),
+    ("GET", "/api/estimates.csv"),
 ]
 WITH_INPUTS = {
     "/api/senders",
@@ -136,6 +139,8 @@ WITH_INPUTS = {
     "/api/runs/{run_id}/consent",
     "/api/runs/{run_id}/log",
     "/api/hidden",
+    "/api/estimates",
+    "/api/estimates.csv",
 }
 CHECKS = [
     schemathesis.checks.not_a_server_error,
@@ -197,6 +202,10 @@ def test_openapi_document_is_served_with_the_error_shape(fuzz_client: TestClient
         "/api/hidden",
         "/api/gmail/links",
         "/api/gmail/filters.xml",
+        "/api/estimates",
+        "/api/estimates.csv",
+        "/api/accounts",
+        "/api/account/settings",
     }
     errors = document["components"]["schemas"]["ErrorOut"]
     assert set(errors["required"]) == {"error", "message"}

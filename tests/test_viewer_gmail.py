@@ -27,7 +27,7 @@ def _named(links: list[dict[str, object]]) -> list[str]:
 def test_links_for_every_matching_sender_in_the_account(tmp_path: Path, db_path: Path) -> None:
     seed(db_path, senders=MANY)
     with viewer(make_settings(tmp_path)) as client:
-        answer = client.get("/api/gmail/links", params={"account": "me@gmail.com", "unread": "true"})
+        answer = client.get("/api/gmail/links", params={"address": "me@gmail.com", "unread": "true"})
         assert answer.status_code == 200
         body = answer.json()
         assert body["senders"] == 300 and body["left_out"] == []
@@ -44,7 +44,7 @@ def test_links_for_every_matching_sender_in_the_account(tmp_path: Path, db_path:
         assert narrowed["links"][0]["query"] == "from:news-007@sender-007.example.com"
         assert narrowed["links"][0]["url"].startswith("https://mail.google.com/mail/u/0/#search/")
 
-        bad = client.get("/api/gmail/links", params={"account": "not an address"})
+        bad = client.get("/api/gmail/links", params={"address": "not an address"})
         assert bad.status_code == 422
         assert bad.json()["error"] == "bad_request"
 

@@ -55,6 +55,7 @@ def test_rows_carry_domain_unsubscribe_and_gmail_link(seeded: Path) -> None:
     }
     assert body == {
         "total": 4,
+        "total_exact": True,
         "matched_messages": 19,
         "senders": [top],
         "total_messages": 19,

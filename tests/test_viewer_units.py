@@ -1,14 +1,15 @@
-"""Small pure parts: the rate/ETA window, the response cache, Host parsing, settings parsing."""
+"""Small pure parts: the rate/ETA window, the one cache, Host parsing, settings parsing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from shared.runs import Run
-from viewer.query.cache import ResponseCache
+from viewer.query.cache import SMALL_BYTES, SnapshotCache
 from viewer.settings import ViewerSettings
 from viewer.web.security import split_host
 from viewer.web.status import Progress, RateTracker
@@ -67,20 +68,30 @@ def test_a_stalled_run_drops_its_eta_and_old_commits_leave_the_window() -> None:
     assert tracker.observe(moving) == Progress(0.0, None)
 
 
-def test_cache_reuses_only_the_same_version_within_the_ttl() -> None:
-    cache = ResponseCache(ttl=60)
-    calls: list[int] = []
+def test_the_cache_keeps_the_newest_generation_only_and_its_bytes_bounded() -> None:
+    cache = SnapshotCache(max_bytes=3 * (SMALL_BYTES + 10))
+    calls: list[str] = []
 
-    def compute() -> int:
-        calls.append(1)
-        return len(calls)
+    def compute(value: str) -> Callable[[], str]:
+        def run() -> str:
+            calls.append(value)
+            return value
 
-    assert cache.get("k", 1, compute) == 1
-    assert cache.get("k", 1, compute) == 1
-    assert cache.get("k", 2, compute) == 2
-    cache.clear()
-    assert cache.get("k", 2, compute) == 3
-    assert ResponseCache(ttl=0).get("k", 1, compute) == 4
+        return run
+
+    assert cache.get(("e", 1), "k", compute("a" * 10)) == "a" * 10
+    assert cache.get(("e", 1), "k", compute("b" * 10)) == "a" * 10  # one generation: one answer
+    assert cache.get(("e", 2), "k", compute("c" * 10)) == "c" * 10  # a commit: computed anew
+    assert cache.get(("e", 1), "k", compute("d" * 10)) == "d" * 10  # an older reader: its own answer, not kept
+    assert cache.get(("e", 2), "k", compute("x")) == "c" * 10
+    assert cache.get(("other", 1), "k", compute("f" * 10)) == "f" * 10  # another file: a fresh start
+    for key in "pqrs":
+        cache.get(("other", 1), key, compute(key * 10))
+    assert cache.size_bytes <= cache.max_bytes
+    assert cache.get(("other", 1), "k", compute("g" * 10)) == "g" * 10  # least recently used: gone first
+    assert cache.get(None, "k", compute("h")) == "h"  # no generation (an older schema): never kept
+    assert cache.get(None, "k", compute("i")) == "i"
+    assert calls == ["a" * 10, "c" * 10, "d" * 10, "f" * 10, "p" * 10, "q" * 10, "r" * 10, "s" * 10, "g" * 10, "h", "i"]
 
 
 @pytest.mark.parametrize(

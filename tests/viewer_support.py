@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -143,32 +141,12 @@ def viewer(settings: ViewerSettings, *, launcher: Launcher | None = None, **kwar
         yield client
 
 
-def settle(db_path: Path, *, seconds_ago: float = 60.0) -> None:
-    """Dates the database and its sidecars `seconds_ago`, as a file no ingester has written lately: a viewer then
-    reads its senders into memory at once (`viewer.query.index_keeper`)."""
-    when = time.time() - seconds_ago
-    for path in db_path.parent.glob(f"{db_path.name}*"):
-        os.utime(path, (when, when))
-
-
 def state_of(client: TestClient) -> ViewerState:
     """The `ViewerState` of the app a `TestClient` drives (under the ASGI wrappers `create_app` adds)."""
     app: Any = client.app
     while not isinstance(getattr(getattr(app, "state", None), "viewer", None), ViewerState):
         app = app.app
     return app.state.viewer  # type: ignore[no-any-return]
-
-
-@contextmanager
-def indexed_viewer(settings: ViewerSettings) -> Iterator[TestClient]:
-    """A viewer that answers filters from its in-memory sender index: the database is settled first, and the
-    index the viewer starts reading at startup is waited for."""
-    settle(settings.db)
-    with viewer(settings.model_copy(update={"sender_index": True})) as client:
-        keeper = state_of(client).index
-        assert keeper.built.wait(60), "the viewer did not read its sender index"
-        assert keeper.get() is not None, "the sender index was read but is not in use"
-        yield client
 
 
 def csrf_headers(client: TestClient) -> dict[str, str]:

@@ -6,6 +6,7 @@ Nothing is built at import time; `launcher_for(settings)` is where each `GMAIL_S
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
@@ -16,26 +17,24 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from shared.accounts import account_file
 from shared.errors import UsageError
 from shared.timeutil import Clock, system_clock
 from viewer.launch.control import RunControl
 from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launch.launcher import Launcher, LaunchError
-from viewer.query.cache import ResponseCache
+from viewer.launch.refresh import Refresher
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
-from viewer.query.index_keeper import IndexKeeper
-from viewer.query.sender_index import build as build_index
 from viewer.settings import ViewerSettings
-from viewer.web import api, domain_export, gmail_api, run_api
-from viewer.web.deps import ViewerState
+from viewer.web import account_api, api, domain_export, estimates_api, gmail_api, run_api
+from viewer.web.deps import Accounts, ViewerState
 from viewer.web.handlers import install_error_handlers
 from viewer.web.security import SecurityGuard
 from viewer.web.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
 OPENAPI_URL = "/api/openapi.json"
-POLL_CACHE_SECONDS = 1.0
 
 
 @runtime_checkable
@@ -70,27 +69,50 @@ def create_app(
 ) -> SecurityGuard:
     """The whole viewer as an ASGI app; `launcher` defaults to the one `settings.launcher` names."""
     chosen = launcher if launcher is not None else launcher_for(settings)
-    database = Database(settings.db)
-    kept_index = IndexKeeper(
-        change_key=database.change_key,
-        connect=database.connect,
-        is_ready=database.schema_ready,
-        build=build_index,
-        enabled=settings.sender_index,
-    )
-    control = RunControl(settings=settings, database=database, launcher=chosen)
     csrf_token = secrets.token_hex(32)  # 32 random bytes, new for every viewer process
+    hidden = HiddenSets()
+    serving = threading.Event()
+
+    def build(account: str) -> ViewerState:
+        """One account's collaborators: its database (with its one cache), run control (and lock) and rates."""
+        mine = settings.model_copy(update={"db": account_file(settings.db, account)})
+        database = Database(mine.db)
+        control = RunControl(settings=mine, database=database, launcher=chosen, account=account, base_db=settings.db)
+        if serving.is_set():  # an account seen after start; the first ones adopt when the app starts
+            control.adopt()
+        return ViewerState(
+            account=account,
+            settings=mine,
+            database=database,
+            control=control,
+            clock=clock,
+            rates=RateTracker(clock),
+            csrf_token=csrf_token,
+            hidden=hidden,
+        )
+
+    accounts = Accounts(base_db=settings.db, build=build)
+    refresher = Refresher(
+        controls=lambda: [accounts.get(name).control for name in accounts.names()],
+        clock=clock,
+        every_seconds=settings.refresh_check_seconds,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        control.adopt()
-        kept_index.get()  # a database that is not being written is read into memory from the start
+        for name in accounts.names():
+            accounts.get(name)
+        for state in accounts.built():
+            state.control.adopt()
+        serving.set()
+        refresher.start()
         try:
             yield
         finally:
-            kept_index.close()
-            database.engine.dispose()
-            database.fallback_engine.dispose()
+            refresher.stop()
+            for state in accounts.built():
+                state.database.engine.dispose()
+                state.database.fallback_engine.dispose()
             if isinstance(chosen, _Closable):
                 chosen.close()
 
@@ -103,23 +125,16 @@ def create_app(
         redoc_url=None,
         openapi_url=OPENAPI_URL,
     )
-    app.state.viewer = ViewerState(
-        settings=settings,
-        database=database,
-        control=control,
-        clock=clock,
-        rates=RateTracker(clock),
-        csrf_token=csrf_token,
-        # Polled answers are shared for up to a second while the database files are unchanged.
-        cache=ResponseCache(ttl=POLL_CACHE_SECONDS),
-        hidden=HiddenSets(),
-        index=kept_index,
-    )
+    app.state.accounts = accounts
+    app.state.refresher = refresher
+    app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)
     app.include_router(domain_export.router)
     app.include_router(run_api.router)
     app.include_router(gmail_api.router)
+    app.include_router(estimates_api.router)
+    app.include_router(account_api.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -45,13 +45,10 @@ class ViewerSettings(CommonSettings):
         gt=0,
         description="Seconds a launch waits for the new ingester's run row before answering.",
     )
-    sender_index: bool = Field(
-        default=True,
-        description=(
-            "Keep a copy of the senders in memory (about 400 bytes each) once the database settles, so searches,"
-            " presets and new sets of hidden senders take a few milliseconds; false asks SQLite (10-40 ms at 200,000"
-            " senders)."
-        ),
+    refresh_check_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How often the viewer looks whether an account's refresh (hourly or daily) is due.",
     )
 
     def shown_import_dir(self) -> str:

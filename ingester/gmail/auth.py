@@ -114,7 +114,10 @@ class GoogleAccess:
         shown_secrets: str | None = None,
         pasted: PastedLines | None = None,
         on_refused_paste: Callable[[str], None] = lambda line: None,
+        unattended: bool = False,
     ) -> None:
+        # Nobody is there to give consent (a scheduled refresh): a scan needing it fails at once instead.
+        self._unattended = unattended
         # A terminal's pasted redirect addresses (None: only the redirect answers, as for unattended runs).
         self._pasted = pasted
         self._on_refused_paste = on_refused_paste
@@ -135,6 +138,11 @@ class GoogleAccess:
         if creds is not None and creds.refresh_token and not creds.valid:
             creds = self._refresh(creds)
             revoked = creds is None
+        if (creds is None or not creds.refresh_token) and self._unattended:
+            raise GmailAuthError(
+                "this unattended scan needs consent (no usable token cache); start a scan yourself and allow access",
+                kind=ErrorKind.AUTH_REQUIRED,
+            )
         if creds is None or not creds.refresh_token:
             try:
                 creds = self._consent(config, on_consent_url=on_consent_url, cancel=cancel)

@@ -38,6 +38,7 @@ METADATA_HEADERS = (
 class Profile:
     messages_total: int
     history_id: str
+    email_address: str = ""  # the mailbox's address: names the account and its Gmail links (`authuser=`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,11 @@ class GoogleGmailClient:
 
     def get_profile(self) -> Profile:
         data = self._execute(self._users.getProfile(userId="me"), what="users.getProfile")
-        return Profile(messages_total=int(data.get("messagesTotal") or 0), history_id=str(data["historyId"]))
+        return Profile(
+            messages_total=int(data.get("messagesTotal") or 0),
+            history_id=str(data["historyId"]),
+            email_address=str(data.get("emailAddress") or ""),
+        )
 
     def list_messages(self, *, page_token: str | None) -> IdPage:
         request = self._messages.list(

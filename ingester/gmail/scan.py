@@ -7,6 +7,7 @@ remembers what the run fetched without keeping a row) stays exact. Fetching and 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from ingester.gmail.gmail import (
 )
 from ingester.gmail.pacing import QuotaPacer
 from ingester.gmail.scan_pages import walk_pages
+from ingester.gmail.scan_sample import SAMPLE_TOKEN, SampleScan, drop_sample
 from ingester.gmail.scan_settle import Settler
 from ingester.gmail.scan_store import (
     HISTORY_ID_KEY,
@@ -38,6 +40,8 @@ from ingester.gmail.scan_store import (
 from ingester.gmail.scan_types import ScanRequest, ScanTuning
 from ingester.runs.lifecycle import ResumeHint, RunLifecycle, RunResult
 from ingester.runs.report import Reporter
+from shared.account_store import is_address
+from shared.accounts import GMAIL_ADDRESS_KEY
 from shared.errors import ErrorKind, GmailApiError
 from shared.resume import resume_command
 from shared.schema.models import Source
@@ -84,14 +88,16 @@ class _Scanner:
         resume_token = self._start_run()
         with self.life.guard(heartbeat=True):
             self._scan(resume_token)
-        return self.life.result(detail=f"{self.mode} listing")
+        detail = "full listing, fetched in random order" if self.mode == "sample" else f"{self.mode} listing"
+        return self.life.result(detail=detail)
 
     def _scan(self, resume_token: str | None) -> None:
         life = self.life
         factory = self.access.connect(on_consent_url=self._consent_url, cancel=self.cancel)
         life.authorised()
         with self.engine.begin() as conn:
-            history_id = None if self.request.full else get_sync_state(conn, HISTORY_ID_KEY)
+            last_history_id = get_sync_state(conn, HISTORY_ID_KEY)
+            history_id = None if self.request.full else last_history_id
             retry_ids = pending_retries(conn)
             forget_settled(conn)  # of runs that ended; a cancelled or failed one may still be resumed
         pacer = QuotaPacer(self.tuning.units_per_second, monotonic=time.monotonic, wait=self.cancel.wait)
@@ -109,12 +115,18 @@ class _Scanner:
                 pending = get_sync_state(conn, PENDING_HISTORY_ID_KEY) if resume_token is not None else None
                 start_history_id = pending or profile.history_id
                 set_sync_state(conn, PENDING_HISTORY_ID_KEY, start_history_id)
+                if is_address(profile.email_address):
+                    set_sync_state(conn, GMAIL_ADDRESS_KEY, profile.email_address.lower())
             life.reporter.start(description="Scanning Gmail", total=profile.messages_total, done=life.tally.seen)
             if retry_ids and not settler.collect(settler.submit([(i, None) for i in retry_ids])):
                 raise FetchCancelled()
             if resume_token is not None and resume_token.startswith(HISTORY_TOKEN):
                 start, _, page_token = resume_token.removeprefix(HISTORY_TOKEN).partition(":")
                 self._incremental(fetcher, settler, start, page_token)
+            elif resume_token is not None and resume_token.startswith(SAMPLE_TOKEN):
+                self._sample(fetcher, settler, resume_token)
+            elif resume_token is None and last_history_id is None and self.tuning.random_first_scan:
+                self._sample(fetcher, settler, None)  # the first full scan: a random sample at every moment
             elif resume_token is not None or history_id is None:
                 self._full(fetcher, settler, resume_token)
             else:
@@ -127,6 +139,8 @@ class _Scanner:
             set_sync_state(conn, HISTORY_ID_KEY, start_history_id)
             delete_sync_state(conn, PENDING_HISTORY_ID_KEY)
             forget_settled(conn, run_id=life.run_id)
+            if self.mode == "sample":
+                drop_sample(conn)  # every figure is exact now: the estimates go with the order they came from
             life.finish(conn, cancelled=False, partial=bool(left))
 
     def _list(self, fetcher: Fetcher, token: str | None) -> IdPage:
@@ -147,6 +161,18 @@ class _Scanner:
             cancel=self.cancel,
             page_done=self._page_done,
         )
+
+    def _sample(self, fetcher: Fetcher, settler: Settler, token: str | None) -> None:
+        self.mode = "sample"
+        seed = self.tuning.order_seed
+        walk = SampleScan(
+            life=self.life,
+            settler=settler,
+            cancel=self.cancel,
+            list_page=lambda page_token: self._list(fetcher, page_token),
+            seed=random.SystemRandom().randrange(2**31) if seed is None else seed,
+        )
+        walk.run(token)
 
     def _incremental(self, fetcher: Fetcher, settler: Settler, start: str, token: str | None) -> None:
         self.mode = "history"

@@ -25,8 +25,17 @@ class ScanTuning:
     units_per_second: float
     workers: int
     retry: RetryPolicy
+    # A first full scan (no scan completed yet) lists every id, then fetches threads in a seeded random order.
+    random_first_scan: bool = True
+    order_seed: int | None = None  # None: a fresh seed per first scan (kept in `scan_sample` for its resume)
 
     @classmethod
     def from_settings(cls, settings: IngesterSettings) -> ScanTuning:
         retry = RetryPolicy(attempts=settings.retry_attempts, base_seconds=settings.retry_base_seconds)
-        return cls(units_per_second=settings.quota_units_per_sec, workers=settings.scan_workers, retry=retry)
+        return cls(
+            units_per_second=settings.quota_units_per_sec,
+            workers=settings.scan_workers,
+            retry=retry,
+            random_first_scan=settings.first_scan_order == "random",
+            order_seed=settings.first_scan_seed,
+        )

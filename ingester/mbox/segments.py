@@ -5,6 +5,7 @@ Pure apart from reading the file: no database, no printing. Segments `[a, b)`, `
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,12 +91,34 @@ def plan_segments(
     ]
 
 
+# Words a separator's shape is judged by; every other word of a suspect line is masked in its warning.
+_SHAPE_WORDS = frozenset(
+    b"From Mon Tue Wed Thu Fri Sat Sun Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec June July Sept".split()
+)
+_WORD_OR_DIGIT = re.compile(rb"[A-Za-z]+|\d")
+
+
+def masked_line(line: bytes, *, keep: int = 100) -> str:
+    """The shape of a suspect line with its words and digits masked (`From  9999@xxx Fri Dec 99 …`).
+
+    Such a line may be message text (`From Monday 3 …` after a blank line), and warnings are stored with the run:
+    only weekday and month names, `From`, blanks and punctuation are kept; the byte range says where to look.
+    """
+
+    def mask(match: re.Match[bytes]) -> bytes:
+        word = match.group()
+        return b"9" if word.isdigit() else word if word in _SHAPE_WORDS else b"x"
+
+    shape = _WORD_OR_DIGIT.sub(mask, line[:keep]).decode("latin-1")
+    return repr("".join(c if c.isascii() and c.isprintable() else "?" for c in shape)) + ("…" * (len(line) > keep))
+
+
 def _why_skipped(region: mbox.Region) -> str:
     if region.suspect:
-        quoted = repr(region.suspect_line[:100].decode("utf-8", "replace")) + (
-            "…" if len(region.suspect_line) > 100 else ""
+        return (
+            "a line that looks like a separator of an unknown shape starts a message that is not counted "
+            f"(letters and digits masked, as it may be message text): {masked_line(region.suspect_line)}"
         )
-        return f"a line that looks like a separator of an unknown shape starts a message that is not counted: {quoted}"
     if region.postmark is None:
         return "no valid header line (text before the first separator line)"
     if region.header_cut:

@@ -78,11 +78,11 @@ class RunResult:
     detail: str = ""
     warnings_count: int = 0
 
-    def summary(self) -> str:
+    def summary(self, *, runs_command: str = "gmail-stats runs --verbose") -> str:
         seen, new, skipped = _WORDS[self.source]
         detail = f" ({self.detail})" if self.detail else ""
         excluded = f"{self.messages_excluded:,} excluded (spam/trash/chat), " if self.source != Source.BACKFILL else ""
-        warnings = _warnings(self.warnings_count)
+        warnings = _warnings(self.warnings_count, runs_command)
         # The page's words for a run that ended before counting anything (viewer/static/history.js).
         nothing = self.state != RunState.DONE and self.messages_seen == 0 and self.messages_new == 0
         ended = f"{self.state}, nothing counted" if nothing else f"{self.state}/{self.outcome}"
@@ -94,10 +94,10 @@ class RunResult:
         )
 
 
-def _warnings(count: int) -> str:
+def _warnings(count: int, runs_command: str) -> str:
     if not count:
         return ""
-    return f", {count:,} warning{'s' if count != 1 else ''} (listed by `gmail-stats runs --verbose` and on the page)"
+    return f", {count:,} warning{'s' if count != 1 else ''} (listed by `{runs_command}` and on the page)"
 
 
 _WORDS = {

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from shared.accounts import DEFAULT_ACCOUNT, is_name
 from shared.errors import InputFileError, UsageError
 
 COMMAND = "run-request"
@@ -25,6 +26,8 @@ MAX_REQUEST_BYTES = 4096
 # A request is written just before its runner starts; an older one was left behind, never run again.
 MAX_REQUEST_AGE_SECONDS = 300.0
 _KEYS = frozenset({"version", "command", "import_path", "resume_run_id", "launch_token", "written_at"})
+# Written only for another account than the default, or an unattended scan (a scheduled refresh).
+_ACCOUNT_KEYS = frozenset({"account", "unattended"})
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _MAX_RUN_ID = 2**63 - 1
 _MAX_PATH = 1024
@@ -36,6 +39,8 @@ class RunRequest:
     launch_token: str
     import_path: str | None  # relative to the import folder, `/` separators
     resume_run_id: int | None
+    account: str = DEFAULT_ACCOUNT
+    unattended: bool = False
 
 
 def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
@@ -46,8 +51,14 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
     except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
         raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
-    if not isinstance(document, dict) or set(document) != _KEYS:
-        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)}")
+    if not isinstance(document, dict) or set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
+        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
+    account = document.get("account", DEFAULT_ACCOUNT)
+    unattended = document.get("unattended", False)
+    if not isinstance(account, str) or not is_name(account):
+        raise UsageError("the run request's account must be an account name (1-32 of a-z, 0-9, _ and -)")
+    if type(unattended) is not bool or (unattended and kind != "scan"):
+        raise UsageError("the run request's unattended must be true or false (true for a scan only)")
     # `type(…) is int`: JSON's `true` and `1.0` compare equal to 1 in Python, and are not version 1.
     if type(document["version"]) is not int or document["version"] != REQUEST_VERSION or document["command"] != kind:
         raise UsageError(f"this runner runs version {REQUEST_VERSION} `{kind}` requests only")
@@ -76,7 +87,14 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
             raise UsageError(f"the run request's import_path: {exc}") from None
     elif path is not None:
         raise UsageError("a scan request has no import_path")
-    return RunRequest(command=kind, launch_token=token, import_path=path, resume_run_id=resume)
+    return RunRequest(
+        command=kind,
+        launch_token=token,
+        import_path=path,
+        resume_run_id=resume,
+        account=account,
+        unattended=unattended,
+    )
 
 
 def _relative_parts(path: str) -> tuple[str, ...]:
@@ -183,4 +201,8 @@ def expand(
         command += [str(target), "--confine-to", str(imports_dir)]
     if request.resume_run_id is not None:
         command += ["--resume", str(request.resume_run_id)]
+    if request.account != DEFAULT_ACCOUNT:
+        command += ["--account", request.account]
+    if request.unattended:
+        command.append("--unattended")
     return [*command, "--launch-token", request.launch_token, "--quiet"]

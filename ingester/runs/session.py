@@ -50,7 +50,12 @@ def ingest_session(db_path: Path, *, clock: Clock) -> Iterator[Engine]:
                 abandon_open_runs(conn, now=clock())
         except SQLITE_FAILURES as exc:
             engine.dispose()
+            lock.release_refusing()  # a damaged file keeps nothing of ours beside it
             raise database_error(db_path, exc) from exc
+        except DatabaseError:
+            engine.dispose()
+            lock.release_refusing()  # nor does one too new for this version
+            raise
         tighten_database_to_private(real)  # only a file known to be ours (migrated) is re-moded
         try:
             yield engine

@@ -14,6 +14,7 @@ from types import FrameType
 
 ABORT_EXIT_CODE = 130
 _HANDLED = (signal.SIGTERM, signal.SIGINT)
+CANCELLING_NOTE = "cancelling: finishing the work in flight, which is kept; a second signal stops at once\n"
 
 
 def _no_run() -> str:
@@ -22,7 +23,7 @@ def _no_run() -> str:
 
 @contextmanager
 def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str] = _no_run) -> Iterator[None]:
-    """Within the block, the first signal sets `cancel`; the next one prints `abort_note()` and exits at once.
+    """Within the block, the first signal sets `cancel` and says so; the next one prints `abort_note()` and exits.
 
     Committed work is safe either way: every batch commits with the progress it covers.
     """
@@ -32,6 +33,9 @@ def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str] 
             os.write(2, f"second signal: aborting now; {abort_note()}\n".encode())
             os._exit(ABORT_EXIT_CODE)
         cancel.set()
+        # Said at once: winding down (the calls and batch in flight) can take a moment, and a person should know
+        # the keystroke was heard.
+        os.write(2, CANCELLING_NOTE.encode())
 
     previous = {sig: signal.signal(sig, handle) for sig in _HANDLED}
     try:

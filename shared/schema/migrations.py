@@ -15,7 +15,9 @@ from sqlalchemy import Connection, Engine
 from shared.db import enable_wal
 from shared.errors import SchemaTooNewError
 from shared.schema.legacy import is_rust_era, upgrade_rust_era
+from shared.schema.migration_generation import add_generation
 from shared.schema.migration_rollups import add_rollups
+from shared.schema.migration_sample import add_scan_sample
 from shared.schema.migration_search import add_search_key
 
 
@@ -135,6 +137,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "senders.id/domain/unsubscribe, sender_months, domain and month rollups, search", add_rollups),
     Migration(6, "scan_settled: fetched ids a run keeps no row for", _create_scan_settled),
     Migration(7, "senders.search_key and its covering index, for searches tested on every sender", add_search_key),
+    Migration(8, "data_generation: raised by every commit, the viewer's cache key", add_generation),
+    Migration(9, "scan_sample and scan_listed: a first full scan's listing in its random order", add_scan_sample),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

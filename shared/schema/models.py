@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from sqlalchemy import (
     DDL,
+    CheckConstraint,
     Column,
     Index,
     Integer,
@@ -187,6 +188,29 @@ scan_settled = Table(
     Column("outcome", Text, nullable=False),
 )
 
+# A first full scan's random order (`shared.schema.migration_sample`): the run, its seed and how far it got...
+scan_sample = Table(
+    "scan_sample",
+    METADATA,
+    Column("run_id", Integer, primary_key=True, nullable=False),
+    Column("seed", Integer, nullable=False),
+    _count("listed"),
+    _count("ids_total"),
+    _count("threads_total"),
+    _count("threads_done"),
+    _count("started_at_unix"),
+)
+
+# ...and every id it listed, with its thread's slot in the seeded permutation (null until the listing ends).
+scan_listed = Table(
+    "scan_listed",
+    METADATA,
+    Column("gmail_id", Text, primary_key=True, nullable=False),
+    Column("thread_id", Text),
+    Column("slot", Integer),
+    Index("ix_scan_listed_slot", "slot"),
+)
+
 # Counted messages and bytes per sender and calendar month (UTC, "YYYY-MM"); undated mail has no row.
 sender_months = Table(
     "sender_months",
@@ -240,6 +264,15 @@ domain_months = Table(
     _count("bytes"),
     PrimaryKeyConstraint("domain", "month"),
     sqlite_with_rowid=False,
+)
+
+# One row: raised by every ingester commit in its own transaction (`shared.schema.migration_generation`).
+data_generation = Table(
+    "data_generation",
+    METADATA,
+    Column("id", Integer, CheckConstraint("id = 1"), primary_key=True, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("epoch", Text, nullable=False),
 )
 
 # Substring search over address and name: an FTS5 trigram index (SQLite >= 3.34) on `senders.id`, so a search,

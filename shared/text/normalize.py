@@ -17,10 +17,13 @@ _WHITESPACE = re.compile(r"\s+")
 # Longer address values (hostile or broken) skip the stdlib parser and the caches; real ones are far shorter.
 ADDRESS_PARSE_LIMIT = 2048
 SENDER_CAP = 64 * 1024
-_PLAUSIBLE_ADDRESS = re.compile(r"[^<>()\[\],;]+@[^<>()\[\],;\s@]+")
-_ANGLE_ADDRESS = re.compile(r"<\s*([^<>\s@]+@[^<>\s]+?)\s*>")
+# Blanks in addresses are the email parser's own (space, tab, CR, LF): a `\x1f`, form feed or no-break space in
+# `0@\x1f0` is part of the address to `getaddresses`, so it must be here too, or the collapsed text key `0@ 0`
+# would read back as another address (`0@0`) and a sender's key would not be stable.
+_PLAUSIBLE_ADDRESS = re.compile(r"[^<>()\[\],;]+@[^<>()\[\],; \t\r\n@]+")
+_ANGLE_ADDRESS = re.compile(r"<[ \t\r\n]*([^<> \t\r\n@]+@[^<> \t\r\n]+?)[ \t\r\n]*>")
 # Starts only after a delimiter, so a long run without `@` is scanned once, not once per position.
-_BARE_ADDRESS = re.compile(r"(?:^|(?<=[\s<>(),;:\"]))([^\s<>(),;:\"@]+@[^\s<>(),;:\"@]+)")
+_BARE_ADDRESS = re.compile(r"(?:^|(?<=[ \t\r\n<>(),;:\"]))([^ \t\r\n<>()\[\],;:\"@]+@[^ \t\r\n<>()\[\],;:\"@]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,25 @@ _PIPERMAIL = re.compile(
 
 
 def _sender(value: str) -> SenderIdentity:
+    """`_read`, with its key read again until it reads back as itself (at most a few rounds).
+
+    The email parser and these rules disagree on odd text (`0@ 0`, `":0@0`, stray brackets): a key that would read
+    back as another address would split one sender in two when a key is read again (the Rust-era upgrade reads
+    stored senders). Ordinary addresses are stable at once, so this costs one more cached read per distinct value.
+    """
+    identity = _read(value)
+    key = identity.key
+    for _ in range(4):
+        if "=?" in key:  # raw encoded-words stay raw: reading them again would decode them into the key
+            break
+        again = _read(key).key
+        if again == key:
+            break
+        key = again
+    return identity if key == identity.key else SenderIdentity(key, identity.display_name, identity.problem)
+
+
+def _read(value: str) -> SenderIdentity:
     problem = None
     value, repaired = storable(value)
     if repaired:  # only text that did not come from bytes (a JSON escape in a Gmail API answer) holds these
@@ -133,7 +155,7 @@ def _address(text: str) -> tuple[str | None, str]:
         except Exception:  # RecursionError on nested comments, and whatever else a stranger's header provokes
             pairs = []
         for name, address in pairs:
-            address = address.strip()
+            address = address.strip(" \t\r\n")  # the parser's blanks only, as in the patterns above
             if _PLAUSIBLE_ADDRESS.fullmatch(address):  # not e.g. `@0)`, which would not parse back to itself
                 return address, name
     match = _ANGLE_ADDRESS.search(text) or _BARE_ADDRESS.search(text)

@@ -39,6 +39,46 @@ _REASONS = {
 }
 
 
+class BatchGate:
+    """Holds batch requests so a test can act while a scan is certainly mid-flight, whatever the machine's speed.
+
+    `hold_after(n)` lets `n` more batches through, then makes each later one wait, unanswered, until `release()`;
+    `holding()` says whether one is waiting now (the scan is inside a fetch, with more to come).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._budget: int | None = None  # None: open
+        self._waiting = 0
+
+    def hold_after(self, batches: int) -> None:
+        with self._cond:
+            self._budget = batches
+
+    def release(self) -> None:
+        with self._cond:
+            self._budget = None
+            self._cond.notify_all()
+
+    def holding(self) -> bool:
+        with self._cond:
+            return self._waiting > 0
+
+    def pass_through(self) -> None:
+        """Called by each batch before it is answered."""
+        with self._cond:
+            if self._budget is None:
+                return
+            if self._budget > 0:
+                self._budget -= 1
+                return
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: self._budget is None)
+            finally:
+                self._waiting -= 1
+
+
 @dataclass(slots=True)
 class Faults:
     """What to break. Rates are probabilities per Gmail call (each call inside a batch counts)."""
@@ -55,7 +95,10 @@ class Faults:
     history_expired: bool = False
     consent: str = "approve"  # or "deny", "policy_enforced"
     list_delay_seconds: float = 0.0
+    # When set, messages.list and history.list of the first mailbox wait for it (a run that lasts until released).
+    first_box_gate: threading.Event | None = None
     next_429: int = 0  # the next N Gmail calls answer 429 whatever the quota
+    gate: BatchGate = field(default_factory=BatchGate)  # batches held until released
 
 
 class TokenBucket:
@@ -93,6 +136,7 @@ class FakeGoogle:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.calls: dict[str, int] = {}
+        self.served: dict[str, int] = {}  # message id -> times its metadata was answered (messages.get or threads.get)
         self.page_generation = 0
         self.codes: dict[str, str] = {}
         self.access_tokens: set[str] = set()
@@ -100,11 +144,32 @@ class FakeGoogle:
         self.auth_requests: list[dict[str, str]] = []
         self._serial = itertools.count(1)
         self.base_url = ""
+        # More mailboxes behind the same endpoints, each reached by the tokens issued for it (`add_mailbox`).
+        self.mailboxes: dict[str, Mailbox] = {"": mailbox}
+        self.addresses: dict[str, str] = {"": "someone@example.com"}
+        self.token_box: dict[str, str] = {}
+        self._serving = threading.local()
+
+    def add_mailbox(self, name: str, mailbox: Mailbox, *, address: str) -> None:
+        with self.lock:
+            self.mailboxes[name] = mailbox
+            self.addresses[name] = address
+
+    def _box_name(self) -> str:
+        return str(getattr(self._serving, "box", ""))
+
+    def _current(self) -> Mailbox:
+        return self.mailboxes[self._box_name()]
 
     # --- bookkeeping -------------------------------------------------------------------------------------
     def count(self, name: str) -> None:
         with self.lock:
             self.calls[name] = self.calls.get(name, 0) + 1
+
+    def _served(self, ids: list[str]) -> None:
+        with self.lock:
+            for gmail_id in ids:
+                self.served[gmail_id] = self.served.get(gmail_id, 0) + 1
 
     def gmail_calls(self) -> int:
         with self.lock:
@@ -116,12 +181,13 @@ class FakeGoogle:
         with self.lock:
             return self.rng.random() < rate
 
-    def issue_tokens(self) -> tuple[str, str]:
+    def issue_tokens(self, box: str = "") -> tuple[str, str]:
         serial = next(self._serial)
         access, refresh = f"ya29.fake-{serial}", f"1//fake-refresh-{serial}"
         with self.lock:
             self.access_tokens.add(access)
             self.refresh_tokens.add(refresh)
+            self.token_box[access] = self.token_box[refresh] = box
         return access, refresh
 
     def revoke_refresh_tokens(self) -> None:
@@ -145,9 +211,10 @@ class FakeGoogle:
             }
         }
 
-    def authorized_user_info(self) -> dict[str, Any]:
-        """A token cache as `Credentials.to_json()` writes it, with a fresh refresh token of this fake."""
-        access, refresh = self.issue_tokens()
+    def authorized_user_info(self, box: str = "") -> dict[str, Any]:
+        """A token cache as `Credentials.to_json()` writes it, with a fresh refresh token of this fake (for the
+        mailbox `box`, the first one by default)."""
+        access, refresh = self.issue_tokens(box)
         config = self.client_config()["installed"]
         return {
             "token": access,
@@ -175,6 +242,7 @@ class FakeGoogle:
         token = (auth or "").removeprefix("Bearer ").strip()
         with self.lock:
             authorised = token in self.access_tokens
+            self._serving.box = self.token_box.get(token, "")
         if not authorised:
             return 401, error_body(
                 401, "Request had invalid authentication credentials.", "authError", "UNAUTHENTICATED"
@@ -211,22 +279,28 @@ class FakeGoogle:
         return False
 
     def _profile(self) -> bytes:
-        box = self.mailbox
+        box = self._current()
         with box.lock:
             body = {
-                "emailAddress": "someone@example.com",
+                "emailAddress": self.addresses[self._box_name()],
                 "messagesTotal": len(box.order),
                 "threadsTotal": len(box.threads),
                 "historyId": str(box.history_id),
             }
         return json.dumps(body).encode()
 
+    def _gate(self) -> None:
+        gate = self.faults.first_box_gate
+        if gate is not None and self._box_name() == "":
+            gate.wait(120)
+
     def _list(self, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        self._gate()
         if self.faults.list_delay_seconds:
             time.sleep(self.faults.list_delay_seconds)
         size = min(int(query.get("maxResults", ["100"])[0]), 500)
         include = query.get("includeSpamTrash", ["false"])[0] == "true"
-        ids = self.mailbox.listed(include_spam_trash=include)
+        ids = self._current().listed(include_spam_trash=include)
         start = 0
         token = query.get("pageToken", [""])[0]
         if token:
@@ -235,7 +309,7 @@ class FakeGoogle:
                 return 400, error_body(400, "Invalid pageToken", "invalidArgument", "INVALID_ARGUMENT")
             start = int(offset)
         page = ids[start : start + size]
-        messages = self.mailbox.messages
+        messages = self._current().messages
         listed = [{"id": i, "threadId": messages[i].thread_id} for i in page]
         body: dict[str, Any] = {"messages": listed, "resultSizeEstimate": len(ids)}
         if start + size < len(ids):
@@ -243,12 +317,13 @@ class FakeGoogle:
         return 200, json.dumps(body).encode()
 
     def _history(self, query: dict[str, list[str]]) -> tuple[int, bytes]:
+        self._gate()
         start = int(query.get("startHistoryId", ["0"])[0])
-        if self.faults.history_expired or start < self.mailbox.history_floor:
+        if self.faults.history_expired or start < self._current().history_floor:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         size = min(int(query.get("maxResults", ["100"])[0]), 500)
         offset = int(query.get("pageToken", ["0"])[0] or 0)
-        added = self.mailbox.added_since(start)
+        added = self._current().added_since(start)
         page = added[offset : offset + size]
         history = [
             {
@@ -259,17 +334,18 @@ class FakeGoogle:
             }
             for m in page
         ]
-        body: dict[str, Any] = {"history": history, "historyId": str(self.mailbox.history_id)}
+        body: dict[str, Any] = {"history": history, "historyId": str(self._current().history_id)}
         if offset + size < len(added):
             body["nextPageToken"] = str(offset + size)
         return 200, json.dumps(body).encode()
 
     def _get(self, gmail_id: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
-        message = self.mailbox.messages.get(gmail_id)
+        message = self._current().messages.get(gmail_id)
         if message is None or gmail_id in self.faults.deleted:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         if gmail_id in self.faults.always_fail:
             return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
+        self._served([gmail_id])
         return 200, json.dumps(render_message(self._as_now(message), query)).encode()
 
     def _as_now(self, message: FakeMessage) -> FakeMessage:
@@ -279,11 +355,12 @@ class FakeGoogle:
 
     def _thread(self, thread_id: str, query: dict[str, list[str]]) -> tuple[int, bytes]:
         """`threads.get`: every message of the conversation, Spam and Trash included, oldest first (as Gmail)."""
-        members = [m for m in self.mailbox.thread(thread_id) if m.gmail_id not in self.faults.deleted]
+        members = [m for m in self._current().thread(thread_id) if m.gmail_id not in self.faults.deleted]
         if not members:
             return 404, error_body(404, "Requested entity was not found.", "notFound", "NOT_FOUND")
         if any(m.gmail_id in self.faults.always_fail for m in members):
             return 500, error_body(500, "Backend Error", "backendError", "INTERNAL")
+        self._served([m.gmail_id for m in members])
         return 200, json.dumps(render_thread(thread_id, [self._as_now(m) for m in members], query)).encode()
 
     # --- OAuth -----------------------------------------------------------------------------------------------
@@ -316,10 +393,11 @@ class FakeGoogle:
         if grant == "refresh_token":
             with self.lock:
                 known = form.get("refresh_token") in self.refresh_tokens
+                box = self.token_box.get(form.get("refresh_token", ""), "")
             if not known:
                 revoked = {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}
                 return 400, json.dumps(revoked).encode()
-            access, _ = self.issue_tokens()
+            access, _ = self.issue_tokens(box)
             body = {"access_token": access, "expires_in": 3599, "scope": SCOPE, "token_type": "Bearer"}
             return 200, json.dumps(body).encode()
         return invalid
@@ -475,6 +553,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if google.roll(faults.stall_rate):
             time.sleep(faults.stall_seconds)
+        faults.gate.pass_through()
         boundary = f"batch_{google.rng.getrandbits(64):016x}"
         out = []
         for content_id, inner in split_batch(body, self.headers.get("Content-Type", "")):
@@ -546,11 +625,13 @@ def main() -> None:
     parser.add_argument("--quota", type=float, default=None, help="units/s per user (default: unlimited)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--mix", choices=sorted(MIXES), default="singles", help="conversation sizes")
+    parser.add_argument("--drift", action="store_true", help="senders' activity changes over the mailbox's life")
     parser.add_argument("--write-credentials", type=Path, metavar="PATH", help="write a client-secret file here")
     parser.add_argument("--write-tokens", type=Path, metavar="PATH", help="write a ready token cache here")
     args = parser.parse_args()
     google = FakeGoogle(
-        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix]), quota_units_per_sec=args.quota
+        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix], drift=args.drift),
+        quota_units_per_sec=args.quota,
     )
     server = FakeGoogleServer(google, port=args.port)
     if args.write_credentials:

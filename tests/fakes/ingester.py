@@ -16,8 +16,11 @@ import threading
 import time
 from pathlib import Path
 
+from ingester.account_command import set_settings
 from ingester.runs.session import ingest_session
 from ingester.runs.signals import cancel_on_signals
+from ingester.settings import IngesterSettings
+from shared.accounts import account_file
 from shared.errors import LockHeldError
 from shared.lock import IngestLock
 from shared.runs import create_run, finish_run, update_run
@@ -27,9 +30,18 @@ STEP_SECONDS = 0.2
 STEPS = 200
 
 
+def _flag(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
 def main(argv: list[str]) -> int:
     mode, command = argv[0], argv[1]
-    db = Path(os.environ["GMAIL_STATS_DB"])
+    account = _flag(argv, "--account")
+    db = account_file(Path(os.environ["GMAIL_STATS_DB"]), account)  # `--account` as the real ingester reads it
+    if command == "account":  # the real settings change: it is quick, and the viewer checks what it stored
+        settings = IngesterSettings(db=Path(os.environ["GMAIL_STATS_DB"]), account=account)
+        set_settings(settings, address=_flag(argv, "--address"), refresh=_flag(argv, "--refresh"))
+        return 0
     token = os.environ.get("GMAIL_STATS_LAUNCH_TOKEN")
     cancel = threading.Event()
     if mode == "race":

@@ -7,6 +7,7 @@ spam or trash, and one message in a hundred has no Message-ID. With a `Conversat
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from dataclasses import dataclass, field, replace
@@ -94,9 +95,18 @@ class Mailbox:
     _open: list[tuple[str, int]] = field(default_factory=list)  # (thread id, members still to come)
     _thread_rng: random.Random = field(default_factory=lambda: random.Random(0))
     _next: int = FIRST_ID
+    # Senders whose activity waxes and wanes over the mailbox's life (benches: newest mail is then no fair sample).
+    drift_span: int = 0  # messages the drift spans (0: no drift, every message drawn from the same weights)
+    _phases: list[float] = field(default_factory=list)
+    _made: int = 0
+    _cum: list[float] = field(default_factory=list)
+    _listed: list[str] = field(default_factory=list)
+    _listed_key: tuple[bool, int] = (False, -1)
 
     @classmethod
-    def generate(cls, count: int, *, seed: int = 7, senders: int = 400, mix: ConversationMix = SINGLES) -> Mailbox:
+    def generate(
+        cls, count: int, *, seed: int = 7, senders: int = 400, mix: ConversationMix = SINGLES, drift: bool = False
+    ) -> Mailbox:
         rng = random.Random(seed)
         people = []
         for rank in range(senders):
@@ -106,6 +116,9 @@ class Mailbox:
         weights = [1.0 / (rank + 1) ** 1.1 for rank in range(senders)]
         # Threading draws from its own generator, so a mailbox of singles is the same mailbox as before threads.
         box = cls(rng=rng, senders=people, weights=weights, mix=mix, _thread_rng=random.Random(seed * 7919 + 1))
+        if drift:
+            box.drift_span = count
+            box._phases = [random.Random(seed * 31 + rank).random() for rank in range(senders)]
         box.add(count)
         box.history_floor = box.history_id
         return box
@@ -121,7 +134,11 @@ class Mailbox:
 
     def _new_message(self, labels: tuple[str, ...] | None) -> FakeMessage:
         rng = self.rng
-        name, address, newsletter = rng.choices(self.senders, weights=self.weights)[0]
+        if self.drift_span:
+            name, address, newsletter = rng.choices(self.senders, cum_weights=self._drifted())[0]
+        else:
+            name, address, newsletter = rng.choices(self.senders, weights=self.weights)[0]
+        self._made += 1
         self._next += rng.randint(1, 5000)
         self.history_id += 1
         gmail_id = f"{self._next:x}"
@@ -157,6 +174,17 @@ class Mailbox:
         self.threads.setdefault(message.thread_id, []).append(gmail_id)
         return message
 
+    def _drifted(self) -> list[float]:
+        """Cumulative weights at this point of the mailbox's life: each sender busiest around its own phase."""
+        if not self._cum or self._made % 1000 == 0:
+            when = self._made / self.drift_span
+            total = 0.0
+            self._cum = []
+            for weight, phase in zip(self.weights, self._phases, strict=True):
+                total += weight * (0.25 + 1.5 * math.exp(-(((when - phase) / 0.2) ** 2)))
+                self._cum.append(total)
+        return self._cum
+
     def _thread_for(self, gmail_id: str) -> str:
         """A new conversation (its id is its first message's, as in Gmail) or the next member of an open one."""
         if self.mix is SINGLES:
@@ -180,8 +208,13 @@ class Mailbox:
             return [self.messages[i] for i in self.threads.get(thread_id, ())]
 
     def listed(self, *, include_spam_trash: bool) -> list[str]:
+        """Ids as `messages.list` gives them, newest first; kept until mail is added (labels never change)."""
         with self.lock:
-            return [i for i in self.order if include_spam_trash or not self.messages[i].excluded]
+            key = (include_spam_trash, len(self.order))
+            if self._listed_key != key:
+                self._listed = [i for i in self.order if include_spam_trash or not self.messages[i].excluded]
+                self._listed_key = key
+            return self._listed
 
     def added_since(self, history_id: int) -> list[FakeMessage]:
         with self.lock:

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
+from shared.accounts import DEFAULT_ACCOUNT
 from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 # Where things live inside an ingester container (the compose `ingester` service uses the same paths).
@@ -178,7 +179,7 @@ def _relative_import(import_path: str | None) -> str:
 def request_document(request: LaunchRequest, *, now: float) -> bytes:
     """The run request file a runner reads (`ingester.runs.run_request` validates it as untrusted input)."""
     is_import = request.command is LaunchCommand.IMPORT
-    document = {
+    document: dict[str, object] = {
         "version": REQUEST_VERSION,
         "command": str(request.command),
         "import_path": _relative_import(request.import_path) if is_import else None,
@@ -186,6 +187,9 @@ def request_document(request: LaunchRequest, *, now: float) -> bytes:
         "launch_token": request.launch_token,
         "written_at": round(now, 3),
     }
+    if request.account != DEFAULT_ACCOUNT or request.unattended:  # absent: the default account, attended
+        document["account"] = request.account
+        document["unattended"] = request.unattended
     return json.dumps(document, sort_keys=True).encode()
 
 
@@ -208,6 +212,11 @@ class Runners:
     problem: str | None = None  # why the scan runner is missing
 
     def name_for(self, command: LaunchCommand) -> str:
+        if command is LaunchCommand.ACCOUNT:  # the two runners run `import` and `scan` requests only
+            raise LaunchError(
+                "under Docker, account settings are changed on the host",
+                hint="run `make account ACCOUNT=NAME REFRESH=hourly` (or ADDRESS=you@gmail.com)",
+            )
         name = self.import_name if command is LaunchCommand.IMPORT else self.scan_name
         if name is None:
             raise LaunchError(

@@ -9,7 +9,10 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+from shared.account_store import read_settings
+from shared.accounts import DEFAULT_ACCOUNT
 from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from shared.resume import CommandStyle, resume_command
@@ -35,10 +38,23 @@ class LaunchAsk:
     source: str
     path: str | None = None
     resume_run_id: int | None = None
+    unattended: bool = False  # a scheduled refresh: the scan fails with auth_required rather than wait for consent
 
 
 class RunControl:
-    def __init__(self, *, settings: ViewerSettings, database: Database, launcher: Launcher) -> None:
+    def __init__(
+        self,
+        *,
+        settings: ViewerSettings,
+        database: Database,
+        launcher: Launcher,
+        account: str = DEFAULT_ACCOUNT,
+        base_db: Path | None = None,
+    ) -> None:
+        self.account = account
+        self.base_db = (
+            base_db if base_db is not None else settings.db
+        )  # the default account's file  # `settings.db` is this account's own file (`shared.accounts.account_file`)
         self.settings = settings
         self.database = database
         self.launcher = launcher
@@ -90,6 +106,48 @@ class RunControl:
                 self._owned[launched.launch_token] = launched
             return self._wait_for_row(launched)
 
+    def change_settings(self, *, refresh: str | None, address: str | None) -> None:
+        """Launches `gmail-stats account` to store this account's refresh interval or Gmail address, and waits
+        for it to end: the viewer never writes them itself. Raises `ApiError` when the change did not happen."""
+        request = LaunchRequest(
+            command=LaunchCommand.ACCOUNT,
+            launch_token=secrets.token_hex(16),
+            account=self.account,
+            refresh=refresh,
+            address=address,
+        )
+        with self._launch_lock:
+            if is_lock_held(self.settings.db):
+                raise ApiError(409, ErrorKind.RUN_ACTIVE, "an ingester is running for this account; change it after")
+            try:
+                launched = self.launcher.launch(request)
+            except LaunchError as exc:
+                raise ApiError(500, ErrorKind.SPAWN_FAILED, str(exc), hint=exc.hint) from exc
+            deadline = time.monotonic() + self.settings.run_row_wait_seconds
+            while self.launcher.is_alive(launched) and time.monotonic() < deadline:
+                time.sleep(_POLL_SECONDS)
+            tail = self.launcher.log_tail(launched, lines=1)
+        stored_refresh, stored_address = self._stored()
+        if (refresh is not None and stored_refresh != refresh) or (
+            address is not None and stored_address != address.strip().lower()
+        ):
+            raise ApiError(
+                500,
+                ErrorKind.SPAWN_FAILED,
+                "the ingester did not store the change",
+                hint=tail[-1] if tail else "run `gmail-stats account` in a terminal to see why",
+            )
+
+    def _stored(self) -> tuple[str | None, str | None]:
+        """The stored refresh interval and address (None, None before the account has a database)."""
+        if not self.database.exists():
+            return None, None
+        with self.database.connect() as conn:
+            values = read_settings(conn) if self.database.schema_ready(conn) else None
+        if values is None:
+            return None, None
+        return str(values.refresh), values.gmail_address
+
     def _request(self, ask: LaunchAsk) -> LaunchRequest:
         if ask.source not in (Source.MBOX, Source.GMAIL_API):
             raise ApiError(422, ErrorKind.BAD_SOURCE, "source must be `mbox` or `gmail_api`")
@@ -98,11 +156,11 @@ class RunControl:
         if ask.resume_run_id is not None:
             return self._resume_request(ask, command, token)
         if command is LaunchCommand.SCAN:
-            return LaunchRequest(command=command, launch_token=token)
+            return LaunchRequest(command=command, launch_token=token, account=self.account, unattended=ask.unattended)
         if ask.path is None:
             raise ApiError(422, ErrorKind.BAD_PATH, "an import needs `path`, a file listed by /api/imports")
         resolved = self._resolved_import(ask.path)
-        return LaunchRequest(command=command, launch_token=token, import_path=resolved)
+        return LaunchRequest(command=command, launch_token=token, import_path=resolved, account=self.account)
 
     def _resume_request(self, ask: LaunchAsk, command: LaunchCommand, token: str) -> LaunchRequest:
         run_id = ask.resume_run_id
@@ -122,7 +180,7 @@ class RunControl:
             verb = "import" if command is LaunchCommand.IMPORT else "scan"
             raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {verb} instead")
         if command is LaunchCommand.SCAN:
-            return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id)
+            return LaunchRequest(command=command, launch_token=token, resume_run_id=run_id, account=self.account)
         relative = relative_to_import_dir(
             self.settings.import_dir, run.mbox_path or "", host_dir=self.settings.host_import_dir
         )
@@ -133,7 +191,8 @@ class RunControl:
                 run_id=run_id,
                 style=style,
                 mbox_path=run.mbox_path,
-                db=str(self.settings.db) if style == CommandStyle.CLI else None,
+                db=str(self.base_db) if style == CommandStyle.CLI else None,
+                account=None if self.account == DEFAULT_ACCOUNT else self.account,
             )
             raise ApiError(
                 422,
@@ -141,7 +200,9 @@ class RunControl:
                 f"run {run_id} read a file outside the import folder; resume it in a terminal with `{terminal}`",
             )
         resolved = self._resolved_import(relative)
-        return LaunchRequest(command=command, launch_token=token, import_path=resolved, resume_run_id=run_id)
+        return LaunchRequest(
+            command=command, launch_token=token, import_path=resolved, resume_run_id=run_id, account=self.account
+        )
 
     def _resolved_import(self, relative: str) -> str:
         """The checked file's real path relative to the real import folder: the ingester is handed what was

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.accounts import DEFAULT_ACCOUNT, Refresh, check_name
 from viewer.launch.launcher import (
     LOG_TAIL_LINES,
     LaunchCommand,
@@ -52,8 +53,17 @@ def default_ingest_command() -> list[str]:
 
 
 def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_dir: Path) -> list[str]:
-    """The complete argv for a request; the only caller-supplied parts are a validated path and a run id."""
+    """The complete argv for a request; the only caller-supplied parts are a validated path, a run id, an account
+    name and (for `account`) a refresh choice or an address, each checked before it gets here."""
     argv = [*ingest_command, str(request.command)]
+    named = ["--account", check_name(request.account)] if request.account != DEFAULT_ACCOUNT else []
+    if request.command is LaunchCommand.ACCOUNT:
+        argv += named
+        if request.refresh is not None:
+            argv += ["--refresh", str(Refresh(request.refresh))]
+        if request.address is not None:
+            argv.append(f"--address={request.address}")  # one word: an address may start with `-`
+        return [*argv, "--quiet"]
     if request.command is LaunchCommand.IMPORT:
         if request.import_path is None:
             raise ValueError("an import needs import_path")
@@ -61,6 +71,9 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
         argv += [str(import_dir.resolve() / request.import_path), "--confine-to", str(import_dir.resolve())]
     if request.resume_run_id is not None:
         argv += ["--resume", str(int(request.resume_run_id))]
+    argv += named
+    if request.unattended:
+        argv.append("--unattended")
     argv.append("--quiet")
     return argv
 
@@ -95,6 +108,8 @@ class ProcessLauncher:
         env = {
             **self.environ,
             "GMAIL_STATS_DB": str(self.db_path),
+            # The account is the request's `--account` alone, never one the viewer's own environment names.
+            "GMAIL_STATS_ACCOUNT": "",
             "GMAIL_STATS_LAUNCH_TOKEN": request.launch_token,
             "PYTHONUNBUFFERED": "1",
         }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from shared.accounts import DEFAULT_ACCOUNT
 from viewer.settings import ViewerSettings
 
 # The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for launch_docker's default.
@@ -20,6 +21,7 @@ LOG_TAIL_LINES = 200
 class LaunchCommand(StrEnum):
     SCAN = "scan"
     IMPORT = "import"
+    ACCOUNT = "account"  # `gmail-stats account --refresh …/--address …`: the viewer never writes settings itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,10 @@ class LaunchRequest:
     launch_token: str
     import_path: str | None = None
     resume_run_id: int | None = None
+    account: str = DEFAULT_ACCOUNT  # the ingester's `--account` (a name checked by `shared.accounts`)
+    unattended: bool = False  # a scan nobody watches (a scheduled refresh): `--unattended`, never a consent wait
+    refresh: str | None = None  # ACCOUNT: the new refresh interval
+    address: str | None = None  # ACCOUNT: the Gmail address typed for a Takeout-only account
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,9 @@
-"""The viewer's read-only access to the database: short connections, SQLite errors mapped to `ApiError`, and a
-small cache of the whole-table totals keyed on the ingesters' progress (the only way the data changes)."""
+"""The viewer's read-only access to the database: one read transaction per connection, SQLite errors mapped to
+`ApiError`, and the one cache (`viewer.query.cache`) keyed on the generation that transaction saw."""
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,14 +17,9 @@ from shared.db import reader_engine
 from shared.errors import ErrorKind
 from viewer.errors import ApiError, from_bad_contents, from_database_error
 from viewer.query import queries
-from viewer.query.cache import ResponseCache
-from viewer.query.hidden_facts import HiddenFacts
-from viewer.query.queries import DbState, SourceMix, Totals
+from viewer.query.cache import SnapshotCache
+from viewer.query.queries import DbState, Generation, SourceMix, Totals
 
-# Even with an unchanged key, recompute now and then (cheap insurance against a key that misses a change).
-_CACHE_SECONDS = 30.0
-# A filter's matches may hold 30,000 ids (~200 KB): a few dozen filters are plenty for one person's browsing.
-_MEMO_ENTRIES = 32
 _OPEN_PATIENCE_SECONDS = 0.3
 _PROBE = "SELECT 1 FROM sqlite_master LIMIT 1"
 _OPEN_RETRY_SECONDS = 0.02
@@ -38,6 +32,7 @@ class Snapshot:
     state: DbState
     totals: Totals | None
     mix: SourceMix | None
+    generation: Generation | None  # what answers read on this connection are cached under (None: not cached)
 
 
 class Database:
@@ -46,27 +41,10 @@ class Database:
         # Strictly read-only first; the plain `mode=ro` engine only when the sidecars are missing (see `connect`).
         self.engine: Engine = reader_engine(path, readonly_shm=True)
         self.fallback_engine: Engine = reader_engine(path)
-        self._lock = threading.Lock()
-        self._cached: tuple[tuple[int, ...], float, Totals, SourceMix] | None = None
-        # Facts worth keeping across requests while the files are unchanged (e.g. a filter's matches).
-        self.memo = ResponseCache(ttl=_CACHE_SECONDS, max_entries=_MEMO_ENTRIES)
-        # The hidden senders' sums, per set, while the files are unchanged.
-        self.hidden = HiddenFacts()
+        self.cache = SnapshotCache()
 
     def exists(self) -> bool:
         return self.path.is_file()
-
-    def change_key(self) -> tuple[tuple[int, int, int] | None, ...]:
-        """Identity, size and mtime of the file and its WAL: every commit or checkpoint changes it."""
-        key: list[tuple[int, int, int] | None] = []
-        for path in (self.path, Path(f"{self.path}-wal")):
-            try:
-                info = path.stat()
-            except OSError:
-                key.append(None)
-            else:
-                key.append((info.st_ino, info.st_size, info.st_mtime_ns))
-        return tuple(key)
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -116,23 +94,14 @@ class Database:
         return queries.schema_state(conn)[0] is DbState.READY
 
     def snapshot(self, conn: Connection) -> Snapshot:
+        """The state, totals and generation this connection's transaction reads (its first statement begins it)."""
         state, _version = queries.schema_state(conn)
+        generation = queries.generation(conn) if state is DbState.READY else None
         if state is not DbState.READY:
-            return Snapshot(state=state, totals=None, mix=None)
-        totals, mix = self._facts(conn)
-        return Snapshot(state=DbState.READY if totals.senders else DbState.EMPTY, totals=totals, mix=mix)
-
-    def _facts(self, conn: Connection) -> tuple[Totals, SourceMix]:
-        key = queries.runs_fingerprint(conn)
-        # Held while computing: concurrent pollers wait for one computation instead of repeating it.
-        with self._lock:
-            cached = self._cached
-            now = time.monotonic()
-            if cached is not None and cached[0] == key and now - cached[1] < _CACHE_SECONDS:
-                return cached[2], cached[3]
-            totals, mix = queries.totals(conn), queries.source_mix(conn)
-            self._cached = (key, now, totals, mix)
-            return totals, mix
+            return Snapshot(state=state, totals=None, mix=None, generation=None)
+        totals, mix = self.cache.get(generation, "facts", lambda: (queries.totals(conn), queries.source_mix(conn)))
+        state = DbState.READY if totals.senders else DbState.EMPTY
+        return Snapshot(state=state, totals=totals, mix=mix, generation=generation)
 
     def require_ready(self, conn: Connection) -> Snapshot:
         """The snapshot of a readable database; a too-new schema is a 503 the page explains."""

@@ -1,11 +1,8 @@
-"""The senders a narrowing filter matches (a search, a preset, a domain): counted once per filter and database change.
+"""The senders a narrowing filter matches (a search, a preset, a domain): counted once per filter and generation.
 
-This is SQLite's answer, for when the viewer has no in-memory copy of the senders (`viewer.query.sender_index`: while an
-ingester writes, when it is turned off, or for a search `LIKE` does not decide).
-
-A filtered page needs the filter's exact total, and counting it is a pass over every match (a trigram search, a
-scan, an index range) that costs far more than the page itself. So the caller keeps the `Match` while the database
-files are unchanged: later pages and sorts of the same filter, and the polls of an open page, reuse it.
+A filtered page needs the filter's total, and counting it is a pass over every match (a trigram search, a scan, an
+index range) that costs far more than the page itself. So the caller keeps the `Match` in the one cache: later pages
+and sorts of the same filter, and the polls of an open page, reuse it until the next commit.
 
 When the matches are few, their ids come along and a page is sorted from those rows alone (walking a sort index
 for rare matches would read most of it). When they are many, a search is tested on each row (`LIKE`, never a
@@ -35,16 +32,24 @@ SAMPLE = 2000
 
 @dataclass(frozen=True, slots=True)
 class Match:
-    """The senders a filter matches: their exact count and mail, and their ids when there are few."""
+    """The senders a filter matches: their count and mail, and their ids when there are few.
+
+    Past SPARSE_LIMIT matches the count is exact only when asked for (`exact`); else it stops there, as datasette's
+    `count_limit` does: `total` is SPARSE_LIMIT, `messages` unknown, and the page says "30,000+"."""
 
     total: int
-    messages: int
+    messages: int | None
     ids: str | None  # every matching id as a JSON array when at most SPARSE_LIMIT, else None
+    exact: bool = True
 
 
-def match(conn: Connection, f: SenderFilter) -> Match:
-    """One pass that collects up to SPARSE_LIMIT + 1 matches (all of them when they are few); when there are more, a
-    second counts them, reading only the columns it needs. Both are aggregated in SQL: one row comes back.
+CAPPED = Match(SPARSE_LIMIT, None, None, exact=False)
+
+
+def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
+    """One pass that collects up to SPARSE_LIMIT + 1 matches (all of them when they are few); when there are more,
+    the count stops there unless `exact`, when a second pass counts them, reading only the columns it needs. Both
+    are aggregated in SQL: one row comes back.
 
     A search the trigram index says is common is read as a scan instead: listing most senders from the index costs
     more than the scan it would save. A search alone (hidden senders aside) that is, or may be, tested on every
@@ -52,10 +57,11 @@ def match(conn: Connection, f: SenderFilter) -> Match:
     """
     alone = _search_alone(f)
     if alone and not sender_queries.uses_trigrams(f.q):
-        return _search_match(conn, f, dense=_looks_dense(conn, sender_queries.key_like(f.q)))
+        dense = exact and _looks_dense(conn, sender_queries.key_like(f.q))
+        return _search_match(conn, f, dense=dense, exact=exact)
     common = _common(conn, f.q)
     if alone and common:
-        return _search_match(conn, f, dense=True)
+        return _search_match(conn, f, dense=exact, exact=exact)
     condition = sender_queries.where(f, search_by_row=common)
     first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()
     count, messages, ids = conn.execute(
@@ -63,6 +69,8 @@ def match(conn: Connection, f: SenderFilter) -> Match:
     ).one()
     if count <= SPARSE_LIMIT:
         return Match(int(count), int(messages), str(ids))
+    if not exact:
+        return CAPPED
     total, messages = _sums(conn, condition)
     return Match(total, messages, None)
 
@@ -81,13 +89,14 @@ def _common(conn: Connection, q: str) -> bool:
     )
 
 
-def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
+def _search_match(conn: Connection, f: SenderFilter, *, dense: bool, exact: bool) -> Match:
     """A search tested on every sender, read from the covering index `ix_senders_search` in one pass: a count alone
     when the matches are likely many (`dense`: a sample said so, or the trigram index), else the ids of the first
     SPARSE_LIMIT + 1 in key order and, when there turn out to be more, a count that goes on from the last key (no
     key is read twice). A wrong guess costs one more pass, never a wrong answer. Hidden senders are not tested on
-    each key: those that match are taken away."""
+    each key: those that match are taken away (so a count that stops at the limit stops only when none match)."""
     like = sender_queries.key_like(f.q)
+    hidden = and_(like, in_values(_S.sender, f.exclude))
     if dense:
         count, messages = _sums(conn, like)
         kept = None if count > SPARSE_LIMIT else _ids(conn, like)
@@ -108,6 +117,8 @@ def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
             )
         ).one()
         kept = str(ids)
+        if count > SPARSE_LIMIT and not exact and (not f.exclude or _sums(conn, hidden)[0] == 0):
+            return CAPPED
         if count > SPARSE_LIMIT:
             if _sums(conn, _S.search_key == last)[0] == 1:
                 more, more_messages = _sums(conn, like, _S.search_key > last)
@@ -116,7 +127,6 @@ def _search_match(conn: Connection, f: SenderFilter, *, dense: bool) -> Match:
                 count, messages = _sums(conn, like)
             kept = None
     if f.exclude:
-        hidden = and_(like, in_values(_S.sender, f.exclude))
         hidden_count, hidden_messages = _sums(conn, hidden)
         count, messages = count - hidden_count, messages - hidden_messages
         if kept is not None and hidden_count:

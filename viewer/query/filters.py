@@ -33,7 +33,7 @@ class SenderFilter:
 
     @property
     def extended(self) -> bool:
-        """True when a date, size or month term is set (the terms `viewer.query.sender_index` does not hold)."""
+        """True when a date, size or month term is set (`viewer.query.sender_queries._extended` matches them)."""
         dates = (self.last_before, self.last_after, self.first_before, self.first_after)
         return any(d is not None for d in dates) or bool(self.min_bytes or self.min_avg_bytes or self.month)
 

@@ -10,12 +10,14 @@ from enum import StrEnum
 
 from sqlalchemy import Connection, and_, func, literal, select
 
+from shared.schema.migration_generation import READ_SQL
 from shared.schema.migrations import LATEST_VERSION, schema_version
 from shared.schema.models import Source, domains, ingest_runs, seen_mails
 
 _SEEN = seen_mails
 _RUNS = ingest_runs
 _EXPORT_CHUNK = 2000
+Generation = tuple[str, int]  # (the file's epoch, its generation): the one cache's key
 
 
 class DbState(StrEnum):
@@ -79,14 +81,7 @@ def source_mix(conn: Connection) -> SourceMix:
     return SourceMix(mixed_sources=imported is not None, unrepaired_count=unrepaired)
 
 
-def runs_fingerprint(conn: Connection) -> tuple[int, int, int, int]:
-    """Changes whenever an ingester counts something (not on mere heartbeats): the key for totals and the mix."""
-    row = conn.execute(
-        select(
-            func.count(),
-            func.coalesce(func.sum(_RUNS.c.messages_new), 0),
-            func.coalesce(func.sum(_RUNS.c.messages_seen), 0),
-            func.coalesce(func.sum(_RUNS.c.messages_excluded + _RUNS.c.messages_skipped), 0),
-        )
-    ).one()
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+def generation(conn: Connection) -> Generation | None:
+    """The file's epoch and generation (`shared.schema.migration_generation`); None before that step."""
+    row = conn.exec_driver_sql(READ_SQL).first()
+    return (str(row[0]), int(row[1])) if row is not None else None

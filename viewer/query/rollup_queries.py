@@ -15,9 +15,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, func, literal_column, not_, select, true
 
 from shared.schema.models import domains
+from shared.sender_list import gmail_search_url
 from viewer.query.hidden_queries import HiddenByDomain, Seen, SeenLookup
 from viewer.query.queries import Totals
-from viewer.query.sender_queries import SortOrder, gmail_search_url
+from viewer.query.sender_queries import SortOrder
 from viewer.query.sql_lists import in_values
 
 _D = domains.c

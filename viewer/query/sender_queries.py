@@ -3,13 +3,11 @@
 Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
 `sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
 common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.query.filter_match` (once
-per database change) and paged from what it found, unless the viewer holds the senders in memory
-(`viewer.query.sender_index`): then that copy picks the page's ids and `rows_by_ids` reads them.
+per generation, in the one cache) and paged from what it found.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -30,9 +28,8 @@ from sqlalchemy import (
     true,
 )
 
-from shared.actions.gmail_search import search_query, search_url, searchable
 from shared.schema.models import sender_months, senders
-from shared.text.unsubscribe_links import clean_target
+from shared.sender_list import LIST_COLUMNS, UNREAD_RATIO, SenderListRow, iter_rows, row_of
 from viewer.query.filters import SenderFilter
 from viewer.query.sql_lists import in_values
 
@@ -40,10 +37,8 @@ if TYPE_CHECKING:
     from viewer.query.filter_match import Match
 
 _S = senders.c
-# Spelled exactly as the expression indexes `ix_senders_unread_ratio` and `ix_senders_name` (shared.schema.models).
-UNREAD_RATIO: ColumnElement[float] = literal_column("(CAST(senders.unread AS REAL) / max(senders.mails_sent, 1))")
+# Spelled exactly as the expression index `ix_senders_name` (shared.schema.models).
 NAME: ColumnElement[str] = literal_column("(lower(coalesce(nullif(senders.display_name, ''), senders.sender)))")
-_EXPORT_CHUNK = 2000
 
 
 class SortKey(StrEnum):
@@ -63,67 +58,11 @@ class SortOrder(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class SenderListRow:
-    sender: str
-    display_name: str
-    domain: str
-    mails_sent: int
-    first_seen_unix: int | None
-    last_seen_unix: int | None
-    bytes: int
-    unread: int
-    unread_ratio: float
-    list_unsubscribe: int
-    unsubscribe_url: str | None  # the HTTPS (or HTTP) target when known, else the mailto
-    one_click: bool
-    gmail_url: str
-
-
-@dataclass(frozen=True, slots=True)
 class SendersPage:
-    total: int  # senders matching the filter
-    matched_messages: int
+    total: int  # senders matching the filter (SPARSE_LIMIT when the count stopped there: see `total_exact`)
+    matched_messages: int | None  # None when the count stopped at the limit
     senders: list[SenderListRow]
-
-
-def gmail_search_url(sender: str) -> str:
-    """A Gmail web search for one sender or domain, escaped by `shared.actions.gmail_search` (the page only links to it;
-    the viewer never contacts Google or senders). The page moves it to the person's account (`authuser=`)."""
-    return search_url(search_query([sender])) if searchable(sender) else search_url("from:")
-
-
-_COLUMNS = (
-    _S.sender,
-    _S.display_name,
-    _S.domain,
-    _S.mails_sent,
-    _S.first_seen_unix,
-    _S.last_seen_unix,
-    _S.bytes,
-    _S.unread,
-    UNREAD_RATIO,
-    _S.list_unsubscribe,
-    func.coalesce(_S.unsubscribe_web, _S.unsubscribe_mailto),
-    _S.one_click,
-)
-
-
-def _row(v: Any) -> SenderListRow:
-    return SenderListRow(
-        sender=v[0],
-        display_name=v[1],
-        domain=v[2],
-        mails_sent=v[3],
-        first_seen_unix=v[4],
-        last_seen_unix=v[5],
-        bytes=v[6],
-        unread=v[7],
-        unread_ratio=round(float(v[8]), 4),
-        list_unsubscribe=v[9],
-        unsubscribe_url=clean_target(v[10]),  # also a mailto stored before its parameters were dropped
-        one_click=bool(v[11]),
-        gmail_url=gmail_search_url(v[0]),
-    )
+    total_exact: bool = True
 
 
 def fts_phrase(q: str) -> str:
@@ -265,7 +204,8 @@ def senders_page(
 ) -> SendersPage:
     """One page. `counted`: what `filter_match.match` found for a narrowing filter, or, when nothing narrows, the
     (senders, messages) the caller already has (the table's totals less hidden senders)."""
-    stmt = select(*_COLUMNS)
+    stmt = select(*LIST_COLUMNS)
+    messages: int | None
     if isinstance(counted, tuple):
         total, messages = counted
         stmt = stmt.where(where(f))
@@ -279,31 +219,20 @@ def senders_page(
         ids = func.json_each(counted.ids).table_valued("value").alias("matched")
         stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
-    return SendersPage(total, messages, [_row(r) for r in conn.execute(stmt)])
-
-
-def rows_by_ids(conn: Connection, ids: list[int]) -> list[SenderListRow]:
-    """The rows of `ids`, in that order (a page whose order the sender index chose)."""
-    if not ids:
-        return []
-    chosen = func.json_each(json.dumps(ids)).table_valued("key", "value").alias("chosen")
-    stmt = select(*_COLUMNS).select_from(chosen).join(senders, _S.id == chosen.c.value).order_by(chosen.c.key)
-    return [_row(r) for r in conn.execute(stmt)]
+    exact = isinstance(counted, tuple) or counted.exact
+    return SendersPage(total, messages, [row_of(r) for r in conn.execute(stmt)], total_exact=exact)
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:
     found = conn.execute(
-        select(*_COLUMNS)
+        select(*LIST_COLUMNS)
         .where(where(SenderFilter(exclude=exclude)))
         .order_by(*order_by(SortKey.MAILS_SENT, SortOrder.DESC))
         .limit(1)
     ).first()
-    return _row(found) if found is not None else None
+    return row_of(found) if found is not None else None
 
 
 def iter_senders(conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> Iterator[SenderListRow]:
     """Every matching sender in page order, fetched in chunks so a 200k-sender export streams in flat memory."""
-    stmt = select(*_COLUMNS).where(where(f)).order_by(*order_by(sort, order))
-    result = conn.execution_options(yield_per=_EXPORT_CHUNK).execute(stmt)
-    for partition in result.partitions():
-        yield from (_row(r) for r in partition)
+    yield from iter_rows(conn, select(*LIST_COLUMNS).where(where(f)).order_by(*order_by(sort, order)))

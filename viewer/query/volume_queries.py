@@ -1,6 +1,6 @@
 """Mail per calendar month, read from the rollups the ingesters keep (`months`, `domain_months`, `sender_months`).
 
-Hidden senders are subtracted exactly: their own monthly rows are few (`viewer.query.hidden_facts` keeps their sums).
+Hidden senders are subtracted exactly: their own monthly rows are few.
 Read-only; returns dataclasses.
 """
 
@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select
 
 from shared.schema.models import domain_months, domains, months, sender_months, senders
-from viewer.query.hidden_facts import HiddenSet
-from viewer.query.hidden_queries import MonthSums, months_of
+from viewer.query.hidden_queries import HiddenSet, MonthSums, months_of
 
 _D = domains.c
 

@@ -1,5 +1,7 @@
 // HTTP to the viewer's JSON API: one error type, the CSRF header on writes, and "latest answer wins" channels.
 
+import { withAccount } from "./util.js";
+
 export class ApiFailure extends Error {
   constructor(status, body) {
     super((body && body.message) || `HTTP ${status}`);
@@ -33,7 +35,7 @@ async function send(path, options) {
     init.headers = { ...init.headers, "Content-Type": "application/json", "X-Gmail-Stats-Csrf": csrf };
     init.body = JSON.stringify(options.body);
   }
-  const response = await fetch(path, init);
+  const response = await fetch(withAccount(path), init);
   let body = null;
   try {
     body = await response.json();

@@ -2,9 +2,11 @@
 // every module is served from /static (CSP default-src 'self'), and every dynamic string goes through textContent.
 
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
+import { wireAccounts } from "./accounts.js";
 import { drawVolume } from "./chart.js";
 import { pickMonth } from "./finder.js";
 import { wireDetail } from "./detail.js";
+import { loadEstimates } from "./estimates.js";
 import { wireFocus } from "./focus.js";
 import { DB_PROBLEMS, notice, showFailure } from "./messages.js";
 import { EMPTY_STATES, loadImports, renderOnboarding, showTakeoutCard, updateImportCommand } from "./onboarding.js";
@@ -93,6 +95,7 @@ async function poll() {
   renderProgress(status);
   renderBanner(status);
   renderMixed(status);
+  if (status.db === "ready") loadEstimates(isActive(status));
 
   const run = status.active_run;
   const progressKey = run ? `${run.run_id}:${run.messages_new}:${run.state}` : `idle:${status.last_run ? status.last_run.run_id + status.last_run.state : ""}`;
@@ -157,6 +160,7 @@ function init() {
     store.set("theme", next);
   });
   wireFocus();
+  wireAccounts();
   setRunHooks({ poll, showTakeoutCard });
   wireTable();
   wireDetail();

@@ -51,11 +51,13 @@ export function readAddress(presets, views) {
   if (FIELDS.some(([key]) => t.find[key])) $("find-more").open = true;
 }
 
-/** Writes the table's state into the address (replacing it: paging and sorting are no history entries). */
+/** Writes the table's state into the address (replacing it: paging and sorting are no history entries); what
+ * else the address holds (`account=`, accounts.js) stays as it is, so a reload shows the same account. */
 export function writeAddress() {
   const t = state.table;
   const values = { view: state.view === "senders" ? "" : state.view, preset: t.preset === "all" ? "" : t.preset, domain: state.view === "senders" ? t.domain : "", sort: t.sort === "mails_sent" && t.order === "desc" ? "" : t.sort, order: t.sort === "mails_sent" && t.order === "desc" ? "" : t.order, ...t.find };
-  const out = new URLSearchParams();
+  const out = new URLSearchParams(window.location.search);
+  for (const key of URL_KEYS) out.delete(key);
   for (const key of URL_KEYS) if (values[key]) out.set(key, values[key]);
   const search = out.size ? `?${out}` : "";
   if (search !== window.location.search) window.history.replaceState(null, "", `${window.location.pathname}${search}${window.location.hash}`);

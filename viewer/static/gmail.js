@@ -7,7 +7,8 @@ import { ApiFailure, api } from "./api.js";
 import { forgetSets, setId } from "./hidden.js";
 import { showFailure } from "./messages.js";
 import { state } from "./state.js";
-import { $, el, fmt, store } from "./util.js";
+import { saveAddress } from "./accounts.js";
+import { $, el, fmt, store, withAccount } from "./util.js";
 
 const DEFAULT_ACCOUNT = "https://mail.google.com/mail/u/0/#";
 let current = null; // { describe, params, forget } of the selection the dialog acts on
@@ -15,14 +16,14 @@ let baseParams = null; // its resolved parameters
 
 /** A Gmail URL moved from the first signed-in account to the person's own (`authuser=`), when known. */
 export function inAccount(url) {
-  const account = state.gmailAccount;
+  const account = state.gmailAccount || state.accountAddress;
   if (!account || !url.startsWith(DEFAULT_ACCOUNT)) return url;
   return `https://mail.google.com/mail/?authuser=${encodeURIComponent(account).replace("%40", "@")}#${url.slice(DEFAULT_ACCOUNT.length)}`;
 }
 
-function withAccount(params) {
+function withAddress(params) {
   const mine = new URLSearchParams(params);
-  if (state.gmailAccount) mine.set("account", state.gmailAccount);
+  if (state.gmailAccount) mine.set("address", state.gmailAccount);
   return mine;
 }
 
@@ -48,9 +49,9 @@ function filterActions(params) {
 /** The download link follows the chosen actions; without one it is disabled (Gmail needs an action). */
 function updateFiltersLink() {
   const link = $("gmail-filters");
-  const params = baseParams ? filterActions(withAccount(baseParams)) : null;
+  const params = baseParams ? filterActions(withAddress(baseParams)) : null;
   const ready = params && [...params.keys()].some((k) => ["archive", "mark_read", "trash", "never_spam", "label"].includes(k));
-  if (ready) link.setAttribute("href", `/api/gmail/filters.xml?${params}`);
+  if (ready) link.setAttribute("href", withAccount(`/api/gmail/filters.xml?${params}`)); // followed by the browser
   else link.removeAttribute("href");
   link.setAttribute("aria-disabled", String(!ready));
   $("gmail-filters-hint").textContent = ready ? "" : "Choose at least one action for the filters.";
@@ -60,7 +61,7 @@ async function makeLinks() {
   const list = $("gmail-links");
   $("gmail-message").replaceChildren();
   list.replaceChildren(el("li", { cls: "hint", text: "Making links…" }));
-  const fetchLinks = () => api(`/api/gmail/links?${narrowing(withAccount(baseParams))}`);
+  const fetchLinks = () => api(`/api/gmail/links?${narrowing(withAddress(baseParams))}`);
   let answer;
   try {
     try {
@@ -137,6 +138,8 @@ function saveAccount() {
   if (value && !input.checkValidity()) return;
   state.gmailAccount = value;
   store.set("gmailAccount", value);
+  // A Takeout-only account is told its address once: the ingester stores it, and it names the account.
+  if (value && !state.accountAddress) saveAddress(value);
   updateFiltersLink();
   document.dispatchEvent(new Event("gmail-account-changed")); // the rows' Gmail links follow it
 }
@@ -161,10 +164,10 @@ export async function openGmail(selection) {
   $("gmail-what").textContent = selection.describe;
   $("gmail-links").replaceChildren();
   $("gmail-message").replaceChildren();
-  $("gmail-account").value = state.gmailAccount;
+  $("gmail-account").value = state.gmailAccount || state.accountAddress;
   updateFiltersLink();
   if (!dialog.open) dialog.showModal();
-  if (!state.gmailAccount) $("gmail-account").focus(); // asked once; kept in this browser
+  if (!state.gmailAccount && !state.accountAddress) $("gmail-account").focus(); // asked once; kept in this browser
   try {
     baseParams = await selection.params();
   } catch (err) {

@@ -55,7 +55,7 @@ export function selectAllMatching() {
   const page = state.lastPage;
   if (!page) return;
   sel.senders.clear();
-  sel.all = { key: filterKey(), total: page.total, messages: page.matched_messages ?? page.total_messages };
+  sel.all = { key: filterKey(), total: page.total, exact: page.total_exact !== false, messages: page.matched_messages };
   render();
 }
 
@@ -70,7 +70,7 @@ export function clearSelection() {
 export function syncSelection() {
   const page = state.lastPage;
   if (sel.all && (sel.all.key !== filterKey() || state.view !== "senders")) sel.all = null;
-  else if (sel.all && page) Object.assign(sel.all, { total: page.total, messages: page.matched_messages ?? sel.all.messages });
+  else if (sel.all && page) Object.assign(sel.all, { total: page.total, exact: page.total_exact !== false, messages: page.matched_messages });
   for (const s of [...sel.senders.keys()]) if (state.hidden.has(s)) sel.senders.delete(s);
   render();
 }
@@ -100,11 +100,12 @@ function render() {
   }
   const [senders, messages] = counts();
   $("selection-bar").classList.toggle("hidden", senders === 0 || state.view !== "senders");
-  $("selection-count").textContent = `${plural(senders, "sender")} selected · ${plural(messages, "message")}${sel.all ? " (every match)" : ""}`;
+  const counted = sel.all && !sel.all.exact ? `${fmt(senders)}+ senders selected` : `${plural(senders, "sender")} selected · ${plural(messages ?? 0, "message")}`;
+  $("selection-count").textContent = `${counted}${sel.all ? " (every match)" : ""}`;
   const total = state.lastPage ? state.lastPage.total : 0;
   const matching = $("select-matching");
   matching.classList.toggle("hidden", Boolean(sel.all) || !rows.length || on < rows.length || total <= senders);
-  matching.textContent = `Select all ${fmt(total)} matching`;
+  matching.textContent = `Select all ${fmt(total)}${state.lastPage && state.lastPage.total_exact === false ? "+" : ""} matching`;
 }
 
 /** The selected senders as a list; "every match" is read from the API a page at a time. */
@@ -114,11 +115,13 @@ async function selectedSenders() {
   const out = [];
   const params = filterParams();
   for (const [k, v] of [["sort", "mails_sent"], ["order", "desc"], ["limit", String(READ_PAGE)]]) params.set(k, v);
-  for (let offset = 0; offset < sel.all.total; offset += READ_PAGE) {
+  // Read to the last page, not to `total`: past 30,000 the count may have stopped there.
+  for (let offset = 0; ; offset += READ_PAGE) {
     params.set("offset", String(offset));
     const page = await withHidden(params, (mine) => api(`/api/senders?${mine}`), { withKept: keptLeftOut() });
     out.push(...page.senders.map((s) => s.sender));
-    $("selection-count").textContent = `Reading ${fmt(out.length)} of ${fmt(sel.all.total)} senders…`;
+    if (out.length > MAX_BULK) throw new Error(`At most ${fmt(MAX_BULK)} senders at once; narrow the search or preset first.`);
+    $("selection-count").textContent = `Reading ${fmt(out.length)} of ${fmt(sel.all.total)}${sel.all.exact ? "" : "+"} senders…`;
     if (page.senders.length < READ_PAGE) break;
   }
   return out;

@@ -22,6 +22,7 @@ export const state = {
   // The selection: explicit senders (sender → messages), or `all`, every sender matching the filter it names.
   selection: { senders: new Map(), all: null },
   gmailAccount: store.get("gmailAccount", ""), // asked once: links open in this account (`authuser=`)
+  accountAddress: "", // the address the account's database knows (learnt by a scan, or told once)
   lastPage: null,
   imports: null,
   importCommand: "", // the server writes every terminal command (under Docker: `make …` with host paths)

@@ -12,7 +12,7 @@ import { wireKeys } from "./keys.js";
 import { selectPage, syncSelection, toggleRow, wireSelection } from "./selection.js";
 import { notice, showFailure } from "./messages.js";
 import { state } from "./state.js";
-import { $, bytes, date, el, fmt, percent, shareText, store } from "./util.js";
+import { $, bytes, date, el, fmt, percent, shareText, store, withAccount } from "./util.js";
 
 const MOSTLY_UNREAD = 0.8;
 const channel = new Latest();
@@ -95,6 +95,9 @@ function senderSortKey() {
   return state.nameSort ? "name" : "sender";
 }
 
+/** The filter a `Count all` click asked the exact figure for (a new filter is counted up to the limit again). */
+const exactKey = () => JSON.stringify([state.table.q, state.table.preset, state.table.domain, state.table.find]);
+
 export async function loadTable() {
   const t = state.table;
   const params = filterParams();
@@ -102,6 +105,8 @@ export async function loadTable() {
   params.set("order", t.order);
   params.set("offset", String(t.offset));
   params.set("limit", String(t.limit));
+  // Past 30,000 matches the API stops counting ("30,000+") until the person asks for the figure (`Count all`).
+  if (state.view === "senders" && t.exactFor === exactKey()) params.set("exact_count", "true");
   const path = state.view === "domains" ? "/api/domains" : "/api/senders";
   writeAddress();
   let page;
@@ -113,7 +118,7 @@ export async function loadTable() {
       exportParams.set("sort", t.sort);
       exportParams.set("order", t.order);
       const domains = state.view === "domains";
-      $("export").href = `/api/${domains ? "domains" : "export"}.csv?${exportParams}`;
+      $("export").href = withAccount(`/api/${domains ? "domains" : "export"}.csv?${exportParams}`);
       $("export").setAttribute("download", domains ? "gmail-stats-domains.csv" : "gmail-stats-senders.csv");
       return channel.get(`${path}?${mine}`);
     }, { withKept: keptLeftOut() });
@@ -194,14 +199,17 @@ export function renderTable(page) {
   empty.textContent = state.view === "domains" ? "No domain matches." : "No sender matches.";
   $("hidden-count").textContent = fmt(state.hidden.size);
 
-  const first = page.total ? t.offset + 1 : 0;
-  const last = Math.min(t.offset + t.limit, page.total);
-  const noun = (state.view === "domains" ? "domain" : "sender") + (page.total === 1 ? "" : "s");
-  const range = `${fmt(first)}–${fmt(last)} of ${fmt(page.total)} ${noun}`;
+  const capped = page.total_exact === false; // the count stopped at `total`: more match
+  const shown = items.length;
+  const first = (capped ? shown : page.total) ? t.offset + 1 : 0;
+  const last = capped ? t.offset + shown : Math.min(t.offset + t.limit, page.total);
+  const noun = (state.view === "domains" ? "domain" : "sender") + (page.total === 1 && !capped ? "" : "s");
+  const range = `${fmt(first)}–${fmt(last)} of ${fmt(page.total)}${capped ? "+" : ""} ${noun}`;
   $("range").textContent = range;
   $("range-bottom").textContent = range;
+  $("count-exact").classList.toggle("hidden", !capped);
   $("prev").disabled = t.offset === 0;
-  $("next").disabled = t.offset + t.limit >= page.total;
+  $("next").disabled = capped ? shown < t.limit : t.offset + t.limit >= page.total;
   renderDomainFilter();
   renderMonthFilter(loadTable);
   syncSelection();
@@ -410,6 +418,10 @@ export function wireTable() {
   });
   $("next").addEventListener("click", () => {
     state.table.offset += state.table.limit;
+    loadTable();
+  });
+  $("count-exact").addEventListener("click", () => {
+    state.table.exactFor = exactKey();
     loadTable();
   });
   $("view-senders").addEventListener("click", () => setView("senders"));

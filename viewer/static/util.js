@@ -2,10 +2,23 @@
 
 export const $ = (id) => document.getElementById(id);
 
+/** The account this page shows (`?account=` in its address; the server's only or first account when empty). */
+export const ACCOUNT = new URLSearchParams(window.location.search).get("account") || "";
+
+/** `path` with the page's account added, so every request and link reads the same database. */
+export function withAccount(path) {
+  if (!ACCOUNT) return path;
+  return `${path}${path.includes("?") ? "&" : "?"}account=${encodeURIComponent(ACCOUNT)}`;
+}
+
+// The default account keeps the keys of before accounts (its hidden senders and Keep list stay); every other
+// account has its own.
+const PREFIX = ACCOUNT && ACCOUNT !== "default" ? `gmail-stats.${ACCOUNT}.` : "gmail-stats.";
+
 export const store = {
   get(key, fallback) {
     try {
-      const raw = localStorage.getItem(`gmail-stats.${key}`);
+      const raw = localStorage.getItem(`${PREFIX}${key}`);
       return raw === null ? fallback : JSON.parse(raw);
     } catch {
       return fallback;
@@ -13,7 +26,7 @@ export const store = {
   },
   set(key, value) {
     try {
-      localStorage.setItem(`gmail-stats.${key}`, JSON.stringify(value));
+      localStorage.setItem(`${PREFIX}${key}`, JSON.stringify(value));
     } catch {
       /* storage full or disabled: the preference simply is not remembered */
     }

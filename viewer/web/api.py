@@ -5,28 +5,26 @@ Every route declares its pydantic answer (`viewer.web.schemas`), which is also t
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Annotated
+from dataclasses import asdict
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
+from shared.sender_list import SenderListRow
 from shared.summary import SenderRow, all_senders
-from shared.timeutil import Clock
 from viewer.errors import ApiError
-from viewer.query import filter_match, rollup_queries, sender_queries, volume_queries
-from viewer.query.cache import ResponseCache
-from viewer.query.database import Database
+from viewer.query import filter_match, hidden_queries, rollup_queries, sender_queries, volume_queries
+from viewer.query.cache import SnapshotCache, weight
+from viewer.query.database import Database, Snapshot
 from viewer.query.filters import SenderFilter
-from viewer.query.hidden_facts import EMPTY, HiddenSet
-from viewer.query.index_keeper import ChangeKey, IndexKeeper, KeptIndex
-from viewer.query.queries import DbState
+from viewer.query.hidden_queries import HiddenSet
+from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
-from viewer.query.sender_index import IndexedMatch, SenderIndex
-from viewer.query.sender_queries import SenderListRow, SendersPage, SortKey, SortOrder
-from viewer.web.cached import answer
+from viewer.query.sender_queries import SortKey, SortOrder
+from viewer.web.answers import Read, generation_headers, label, threaded
 from viewer.web.deps import ClockDep, DatabaseDep, StateDep
 from viewer.web.export import build_csv
 from viewer.web.filter_params import FilterDep
@@ -62,11 +60,13 @@ def _json(model: SendersOut | StatusOut | DomainsOut | VolumeOut) -> bytes:
 
 
 @router.get("/summary")
-def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
+def summary(database: DatabaseDep, clock: ClockDep, response: Response) -> SummaryOut:
     now = int(clock())
     if database.exists():
         with database.connect() as conn:
-            if database.require_ready(conn).state is DbState.READY:
+            snap = database.require_ready(conn)
+            label(response, snap.generation)
+            if snap.state is DbState.READY:
                 senders = all_senders(conn)
                 return SummaryOut(
                     total_messages=sum(s.mails_sent for s in senders),
@@ -74,6 +74,15 @@ def summary(database: DatabaseDep, clock: ClockDep) -> SummaryOut:
                     generated_at_unix=now,
                 )
     return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
+
+
+def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
+    """The hidden senders that exist and their sums, once per set and generation (every route subtracts them)."""
+    return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_queries.hidden_set(conn, exclude))
+
+
+def _match_weight(found: filter_match.Match) -> int:
+    return weight(found.ids)
 
 
 @router.get("/senders", response_model=SendersOut)
@@ -84,34 +93,38 @@ async def senders(
     order: SortOrder = SortOrder.DESC,
     offset: Offset = 0,
     limit: Limit = 50,
+    exact_count: Annotated[bool, Query(description="count past 30,000 matches (slower on a broad filter)")] = False,
 ) -> Response:
-    database, clock, cache = state.database, state.clock, state.cache
-    key = ("senders", f.key(), sort, order, offset, limit)
+    database, clock = state.database, state.clock
+    key = ("senders", f.key(), sort, order, offset, limit, exact_count)
 
-    def compute() -> bytes:
-        return _json(_senders(database, state.index, clock, f, sort, order, offset, limit))
+    def compute() -> Read:
+        now, generation = int(clock()), None
+        if database.exists():
+            with database.connect() as conn:
+                snap = database.require_ready(conn)
+                generation = snap.generation
+                if snap.totals is not None and snap.state is DbState.READY:
+                    totals = snap.totals
+                    body = database.cache.get(
+                        generation, key, lambda: _json(_senders(database, snap, totals, conn, now, f, key))
+                    )
+                    return body, generation
+        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now)), generation
 
     # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
-    return Response(await answer(cache, key, database.change_key(), compute), media_type="application/json")
+    return await threaded(compute)
 
 
-@dataclass(frozen=True, slots=True)
-class _Hidden:
-    """A request's hidden senders, and what later lookups for them use: the files' version and, when it holds
-    that version, the viewer's copy of the senders (`viewer.query.sender_index`), which finds them without SQLite."""
-
-    senders: HiddenSet
-    version: ChangeKey
-    memory: SenderIndex | None
-
-
-def _hidden(database: Database, index: IndexKeeper, conn: Connection, exclude: tuple[str, ...]) -> _Hidden:
-    """The hidden senders that exist and their sums, kept per set while the files are unchanged."""
-    if not exclude:
-        return _Hidden(EMPTY, database.change_key(), None)
-    kept = index.get()
-    version, memory = (kept.key, kept.index) if kept is not None else (database.change_key(), None)
-    return _Hidden(database.hidden.hidden_set(conn, version, exclude, memory), version, memory)
+_NO_SENDERS: dict[str, Any] = {
+    "total": 0,
+    "total_exact": True,
+    "matched_messages": 0,
+    "senders": [],
+    "total_messages": 0,
+    "total_senders": 0,
+    "top_sender": None,
+}
 
 
 def _row_out(row: SenderListRow) -> SenderRowOut:
@@ -120,74 +133,33 @@ def _row_out(row: SenderListRow) -> SenderRowOut:
 
 def _senders(
     database: Database,
-    index: IndexKeeper,
-    clock: Clock,
+    snap: Snapshot,
+    totals: Totals,
+    conn: Connection,
+    now: int,
     f: SenderFilter,
-    sort: SortKey,
-    order: SortOrder,
-    offset: int,
-    limit: int,
+    key: tuple[Any, ...],
 ) -> SendersOut:
-    now = int(clock())
-    if database.exists():
-        with database.connect() as conn:
-            snap = database.require_ready(conn)
-            if snap.totals is not None and snap.state is DbState.READY:
-                hidden = _hidden(database, index, conn, f.exclude).senders
-                everyone = (snap.totals.senders - hidden.senders, snap.totals.messages - hidden.messages)
-                kept = index.get() if f.narrows and SenderIndex.covers(f) else None
-                if kept is not None:
-                    page = _indexed_page(conn, database.memo, kept, f, hidden, sort, order, offset, limit)
-                else:
-                    counted: filter_match.Match | tuple[int, int] = everyone
-                    if f.narrows:  # the same filter on another page or sort, or polled: counted once
-                        counted = database.memo.get(
-                            ("match", f.key()), database.change_key(), lambda: filter_match.match(conn, f)
-                        )
-                    page = sender_queries.senders_page(
-                        conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted
-                    )
-                top = sender_queries.top_sender(conn, exclude=f.exclude)
-                return SendersOut(
-                    total=page.total,
-                    matched_messages=page.matched_messages,
-                    senders=[_row_out(s) for s in page.senders],
-                    total_messages=snap.totals.messages - hidden.messages,
-                    total_senders=snap.totals.senders - hidden.senders,
-                    top_sender=_row_out(top) if top is not None else None,
-                    generated_at_unix=now,
-                )
+    _, _, sort, order, offset, limit, exact = key
+    cache = database.cache
+    hidden = _hidden(cache, snap, conn, f.exclude)
+    counted: filter_match.Match | tuple[int, int] = (totals.senders - hidden.senders, totals.messages - hidden.messages)
+    if f.narrows:  # the same filter on another page or sort, or polled: counted once per generation
+        counted = cache.get(
+            snap.generation, ("match", f.key(), exact), lambda: filter_match.match(conn, f, exact=exact), _match_weight
+        )
+    page = sender_queries.senders_page(conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted)
+    top = sender_queries.top_sender(conn, exclude=f.exclude)
     return SendersOut(
-        total=0,
-        matched_messages=0,
-        senders=[],
-        total_messages=0,
-        total_senders=0,
-        top_sender=None,
+        total=page.total,
+        total_exact=page.total_exact,
+        matched_messages=page.matched_messages,
+        senders=[_row_out(s) for s in page.senders],
+        total_messages=totals.messages - hidden.messages,
+        total_senders=totals.senders - hidden.senders,
+        top_sender=_row_out(top) if top is not None else None,
         generated_at_unix=now,
     )
-
-
-def _indexed_page(
-    conn: Connection,
-    memo: ResponseCache,
-    kept: KeptIndex,
-    f: SenderFilter,
-    hidden: HiddenSet,
-    sort: SortKey,
-    order: SortOrder,
-    offset: int,
-    limit: int,
-) -> SendersPage:
-    """A filtered page from the senders held in memory: the matches are found once per filter and version (kept
-    for later pages and sorts), the page's ids come in the sort's order, and only those rows are read."""
-
-    def select() -> IndexedMatch:
-        return kept.index.select(f, hidden_ids=hidden.ids)
-
-    chosen = memo.get(("indexed", f.key()), kept.key, select)
-    ids = kept.index.page(chosen, sort=sort, order=order, offset=offset, limit=limit)
-    return SendersPage(chosen.total, chosen.messages, sender_queries.rows_by_ids(conn, ids))
 
 
 @router.get("/domains", response_model=DomainsOut)
@@ -201,35 +173,38 @@ async def domains(
 ) -> Response:
     """Senders rolled up per registrable domain. Takes `q` (a substring of the domain) and `exclude=`; the other
     sender filters do not apply to a whole domain."""
-    database, clock, cache = state.database, state.clock, state.cache
+    database, clock = state.database, state.clock
     key = ("domains", f.q, f.exclude, sort, order, offset, limit)
 
-    def compute() -> bytes:
-        now = int(clock())
-        page = None
+    def page(conn: Connection, snap: Snapshot, now: int) -> bytes:
+        hidden = _hidden(database.cache, snap, conn, f.exclude)
+        found = rollup_queries.domains_page(
+            conn,
+            q=f.q,
+            sort=sort,
+            order=order,
+            offset=offset,
+            limit=limit,
+            totals=snap.totals,
+            hidden=hidden.by_domain,
+            seen=hidden_queries.seen_lookup(conn, hidden),
+        )
+        rows = [DomainOut(**asdict(d)) for d in found.domains]
+        return _json(
+            DomainsOut(total=found.total, total_messages=found.total_messages, domains=rows, generated_at_unix=now)
+        )
+
+    def compute() -> Read:
+        now, generation = int(clock()), None
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.state is DbState.READY:
-                    hidden = _hidden(database, state.index, conn, f.exclude)
-                    page = rollup_queries.domains_page(
-                        conn,
-                        q=f.q,
-                        sort=sort,
-                        order=order,
-                        offset=offset,
-                        limit=limit,
-                        totals=snap.totals,
-                        hidden=hidden.senders.by_domain,
-                        seen=database.hidden.seen_without(conn, hidden.version, hidden.senders, hidden.memory),
-                    )
-        if page is None:
-            return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now))
-        rows = [DomainOut(**asdict(d)) for d in page.domains]
-        out = DomainsOut(total=page.total, total_messages=page.total_messages, domains=rows, generated_at_unix=now)
-        return _json(out)
+                    return database.cache.get(generation, key, lambda: page(conn, snap, now)), generation
+        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)), generation
 
-    return Response(await answer(cache, key, database.change_key(), compute), media_type="application/json")
+    return await threaded(compute)
 
 
 @router.get("/volume", response_model=VolumeOut)
@@ -239,32 +214,37 @@ async def volume(
     sender: Annotated[str | None, Query(max_length=320, description="one sender's months")] = None,
 ) -> Response:
     """Mail per calendar month: everything (hidden senders left out), one `sender`, or one `domain`."""
-    database, cache = state.database, state.cache
+    database = state.database
     if sender is not None and f.domain is not None:
         raise ApiError(422, ErrorKind.BAD_SCOPE, "ask for one sender or one domain, not both")
     key = ("volume", sender, f.domain, f.exclude)
 
-    def compute() -> bytes:
-        found: volume_queries.Volume | None = volume_queries.Volume([], 0, 0)
+    def series(conn: Connection, snap: Snapshot, totals: Totals) -> bytes:
+        hidden = _hidden(database.cache, snap, conn, f.exclude)
+        found = volume_queries.volume(
+            conn,
+            sender=sender,
+            domain=f.domain,
+            total=totals.messages - hidden.messages,
+            hidden=hidden,
+            hidden_months=lambda: hidden_queries.months_of(conn, f.exclude),
+        )
+        if found is None:
+            raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
+        return _json(VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated))
+
+    def compute() -> Read:
+        generation = None
         if database.exists():
             with database.connect() as conn:
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.totals is not None and snap.state is DbState.READY:
-                    hidden = _hidden(database, state.index, conn, f.exclude)
-                    found = volume_queries.volume(
-                        conn,
-                        sender=sender,
-                        domain=f.domain,
-                        total=snap.totals.messages - hidden.senders.messages,
-                        hidden=hidden.senders,
-                        hidden_months=lambda: database.hidden.months(conn, hidden.version, f.exclude),
-                    )
-        if found is None:
-            raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
-        months = [MonthOut(**asdict(m)) for m in found.months]
-        return _json(VolumeOut(months=months, undated=found.undated))
+                    totals = snap.totals
+                    return database.cache.get(generation, key, lambda: series(conn, snap, totals)), generation
+        return _json(VolumeOut(months=[], undated=0)), generation
 
-    return Response(await answer(cache, key, database.change_key(), compute), media_type="application/json")
+    return await threaded(compute)
 
 
 @router.get(
@@ -287,6 +267,7 @@ def export_csv(
         headers={
             "Content-Disposition": 'attachment; filename="gmail-stats-senders.csv"',
             "Content-Length": str(body.size),
+            **generation_headers(body.generation),
         },
     )
 

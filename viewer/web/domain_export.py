@@ -12,15 +12,16 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
 from shared.errors import ErrorKind
-from shared.text.csv_cells import neutralise_row
+from shared.text.csv_cells import iso_date, neutralise_row
 from viewer.errors import ApiError
-from viewer.query import rollup_queries
+from viewer.query import hidden_queries, rollup_queries
 from viewer.query.queries import DbState
 from viewer.query.rollup_queries import DomainRow, DomainSort
 from viewer.query.sender_queries import SortOrder
+from viewer.web.answers import generation_headers
 from viewer.web.api import _hidden
 from viewer.web.deps import StateDep
-from viewer.web.export import MEMORY_BYTES, CsvBody, iso_date
+from viewer.web.export import MEMORY_BYTES, CsvBody
 from viewer.web.filter_params import FilterDep
 from viewer.web.schemas import ERROR_RESPONSES
 
@@ -76,11 +77,14 @@ def export_domains_csv(
         text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(DOMAIN_CSV_COLUMNS)
+        generation = None
         if database.exists():
             with database.connect() as conn:
+                # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
                 snap = database.require_ready(conn)
+                generation = snap.generation
                 if snap.state is DbState.READY:
-                    hidden = _hidden(database, state.index, conn, f.exclude)
+                    hidden = _hidden(database.cache, snap, conn, f.exclude)
                     page = rollup_queries.domains_page(
                         conn,
                         q=f.q,
@@ -89,8 +93,8 @@ def export_domains_csv(
                         offset=0,
                         limit=_EVERY,
                         totals=snap.totals,
-                        hidden=hidden.senders.by_domain,
-                        seen=database.hidden.seen_without(conn, hidden.version, hidden.senders, hidden.memory),
+                        hidden=hidden.by_domain,
+                        seen=hidden_queries.seen_lookup(conn, hidden),
                     )
                     writer.writerows(domain_csv_row(d) for d in page.domains)
         text.flush()
@@ -105,12 +109,13 @@ def export_domains_csv(
     except BaseException:
         spool.close()
         raise
-    body = CsvBody(file=spool, size=size)
+    body = CsvBody(file=spool, size=size, generation=generation)
     return StreamingResponse(
         body.chunks(),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": 'attachment; filename="gmail-stats-domains.csv"',
             "Content-Length": str(body.size),
+            **generation_headers(body.generation),
         },
     )

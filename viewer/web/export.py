@@ -12,16 +12,15 @@ import logging
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import IO
 
 from shared.errors import ErrorKind
-from shared.text.csv_cells import neutralise_row
+from shared.text.csv_cells import SENDER_CSV_COLUMNS, sender_csv_row
 from viewer.errors import ApiError
 from viewer.query.database import Database
 from viewer.query.filters import SenderFilter
-from viewer.query.queries import DbState
-from viewer.query.sender_queries import SenderListRow, SortKey, SortOrder, iter_senders
+from viewer.query.queries import DbState, Generation
+from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
 
 log = logging.getLogger("viewer")
 
@@ -34,6 +33,7 @@ CHUNK_BYTES = 64 * 1024
 class CsvBody:
     file: IO[bytes]
     size: int
+    generation: Generation | None  # the snapshot it was read from
 
     def chunks(self) -> Iterator[bytes]:
         """The whole body in chunks, then the spooled file closed (also if the client goes away)."""
@@ -45,67 +45,22 @@ class CsvBody:
             self.file.close()
 
 
-CSV_COLUMNS = (
-    "sender",
-    "display_name",
-    "domain",
-    "mails_sent",
-    "unread",
-    "unread_ratio",
-    "bytes",
-    "first_seen",
-    "last_seen",
-    "list_unsubscribe",
-    "unsubscribe_url",
-    "one_click",
-    "gmail_url",
-)
-
-
-def iso_date(unix: int | None) -> str:
-    """ISO 8601 in UTC ("2024-01-31T09:05:00Z"); empty when unknown or outside what a calendar can show."""
-    if unix is None:
-        return ""
-    try:
-        return datetime.fromtimestamp(unix, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return ""
-
-
-def csv_row(row: SenderListRow) -> list[object]:
-    """One sender's cells, text that would start a formula neutralised (`shared.text.csv_cells`)."""
-    return neutralise_row(
-        (
-            row.sender,
-            row.display_name,
-            row.domain,
-            row.mails_sent,
-            row.unread,
-            row.unread_ratio,
-            row.bytes,
-            iso_date(row.first_seen_unix),
-            iso_date(row.last_seen_unix),
-            row.list_unsubscribe,
-            row.unsubscribe_url or "",
-            int(row.one_click),
-            row.gmail_url,
-        )
-    )
-
-
 def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> CsvBody:
     """The senders matching `f` in the page's order (hidden ones left out), as the page would list them."""
     spool = tempfile.SpooledTemporaryFile(max_size=MEMORY_BYTES)  # noqa: SIM115 - closed by `CsvBody.chunks`
     try:
         text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
         writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow(SENDER_CSV_COLUMNS)
+        generation = None
         if database.exists():
             with database.connect() as conn:
-                # One SELECT, so one snapshot of the table even while an ingester commits (WAL).
-                if database.require_ready(conn).state is DbState.READY:
+                # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
+                snap = database.require_ready(conn)
+                generation = snap.generation
+                if snap.state is DbState.READY:
                     for sender in iter_senders(conn, f=f, sort=sort, order=order):
-                        writer.writerow(csv_row(sender))
+                        writer.writerow(sender_csv_row(sender))
         text.flush()
         size = spool.tell()
         text.detach()
@@ -118,4 +73,4 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
     except BaseException:
         spool.close()
         raise
-    return CsvBody(file=spool, size=size)
+    return CsvBody(file=spool, size=size, generation=generation)

@@ -18,6 +18,7 @@ from shared.actions.gmail_filters import MAX_LABEL, FilterActions, filters_file
 from shared.actions.gmail_search import Narrowing, split_links, valid_account
 from shared.errors import ErrorKind, UsageError
 from viewer.errors import ApiError
+from viewer.launch.refresh import account_freshness
 from viewer.query.database import Database
 from viewer.query.filters import SenderFilter
 from viewer.query.hidden import ID_PATTERN
@@ -32,7 +33,10 @@ router = APIRouter(prefix="/api/gmail", responses=ERROR_RESPONSES)
 Selected = Annotated[
     str | None, Query(pattern=ID_PATTERN, description="a sender set registered with `POST /api/hidden`")
 ]
-Account = Annotated[str | None, Query(max_length=320, description="the Gmail address to open (`authuser=`)")]
+Address = Annotated[
+    str | None,
+    Query(max_length=320, description="the Gmail address to open (`authuser=`); default: the account's own"),
+]
 
 
 def _senders(database: Database, state: StateDep, selected: str | None, f: SenderFilter) -> Iterator[str]:
@@ -50,12 +54,15 @@ def _senders(database: Database, state: StateDep, selected: str | None, f: Sende
                 yield row.sender
 
 
-def _account(account: str | None) -> str | None:
-    if not account:
-        return None
-    if not valid_account(account.strip()):
-        raise ApiError(422, ErrorKind.BAD_REQUEST, "account must be a Gmail address such as you@gmail.com")
-    return account.strip()
+def _address(state: StateDep, address: str | None) -> str | None:
+    """The address links open in: the one asked for, else the one the account's scan learnt (or was told)."""
+    if address:
+        if not valid_account(address.strip()):
+            raise ApiError(422, ErrorKind.BAD_REQUEST, "address must be a Gmail address such as you@gmail.com")
+        return address.strip()
+    fresh = account_freshness(state.control)
+    stored = fresh.gmail_address if fresh is not None else None
+    return stored if stored is not None and valid_account(stored) else None
 
 
 @router.get("/links", response_model=GmailLinksOut)
@@ -64,7 +71,7 @@ def gmail_links(
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
-    account: Account = None,
+    address: Address = None,
     unread: Annotated[bool, Query(description="unread mail only (`is:unread`)")] = False,
     older_than_months: Annotated[int | None, Query(ge=1, le=1200, description="`older_than:Nm`")] = None,
     larger_mb: Annotated[int | None, Query(ge=1, le=100, description="`larger:NM`")] = None,
@@ -74,7 +81,7 @@ def gmail_links(
     narrowing = Narrowing(
         unread_only=unread, older_than_months=older_than_months, larger_than_mb=larger_mb, in_inbox=inbox
     )
-    made = split_links(_senders(database, state, selected, f), narrowing, account=_account(account))
+    made = split_links(_senders(database, state, selected, f), narrowing, account=_address(state, address))
     return GmailLinksOut(
         links=[
             GmailLinkOut(number=link.number, query=link.query, url=link.url, senders=len(link.senders))
@@ -96,7 +103,7 @@ def gmail_filters(
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
-    account: Account = None,
+    address: Address = None,
     archive: Annotated[bool, Query(description="skip the Inbox")] = False,
     mark_read: Annotated[bool, Query(description="mark as read")] = False,
     trash: Annotated[bool, Query(description="delete (to Trash)")] = False,
@@ -110,7 +117,7 @@ def gmail_filters(
             _senders(database, state, selected, f),
             actions,
             now=datetime.fromtimestamp(clock(), tz=UTC),
-            author=_account(account),
+            author=_address(state, address),
         )
     except UsageError as exc:
         raise ApiError(422, ErrorKind.BAD_REQUEST, str(exc)) from exc

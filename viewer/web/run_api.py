@@ -5,7 +5,8 @@ Reads go through `Database`; launching and cancelling are `RunControl`'s. The da
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path as FsPath
 from typing import Annotated, Any
 
@@ -13,17 +14,21 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from shared.accounts import DEFAULT_ACCOUNT
 from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import is_lock_held
 from shared.resume import import_command, runs_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.schema.models import RunState
+from viewer.errors import from_bad_contents
 from viewer.launch.control import LaunchAsk, RunControl
 from viewer.launch.imports import list_mbox_files, relative_to_import_dir
 from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
-from viewer.query.queries import DbState
-from viewer.web.cached import answer
-from viewer.web.deps import CacheDep, ClockDep, ControlDep, DatabaseDep, SettingsDep, StateDep
+from viewer.query import queries
+from viewer.query.database import Database
+from viewer.query.queries import DbState, Generation
+from viewer.web.answers import Read, generation_headers, label
+from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, StateDep, ViewerState
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -75,71 +80,101 @@ def is_retrying(state: str, warnings_tail: list[str]) -> bool:
     return state == RunState.RUNNING and bool(warnings_tail) and warnings_tail[-1].startswith(RETRY_WARNING_PREFIX)
 
 
+@dataclass(frozen=True, slots=True)
+class _RunFacts:
+    """What `/api/status` reads from one snapshot: kept per generation, so a poll between commits reads two rows."""
+
+    state: DbState
+    open_run: Run | None
+    recent: list[Run]
+    unfetched: dict[int, int]
+    mixed_sources: bool
+    unrepaired_count: int
+
+
+def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
+    if not database.exists():
+        return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
+    with database.connect() as conn:
+        snap = database.snapshot(conn)
+
+        def read() -> _RunFacts:
+            mix = snap.mix
+            mixed, unrepaired = (mix.mixed_sources, mix.unrepaired_count) if mix is not None else (False, 0)
+            if not database.schema_ready(conn):
+                return _RunFacts(snap.state, None, [], {}, mixed, unrepaired)
+            return _RunFacts(
+                snap.state, open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn), mixed, unrepaired
+            )
+
+        return database.cache.get(snap.generation, "status", read), snap.generation
+
+
 @router.get("/status", response_model=StatusOut)
 async def status(state: StateDep) -> Response:
-    """Polled by every open page: a fresh cached answer is served on the event loop (no thread hop, no wait for
-    the GIL); only a miss reads the database, in the threadpool."""
-    database, control, settings, cache = state.database, state.control, state.settings, state.cache
-    clock, rates, csrf_token, index = state.clock, state.rates, state.csrf_token, state.index
-    if control.reap_due():
-        await run_in_threadpool(control.reap)
-    lock_held = is_lock_held(settings.db)
+    """Polled by every open page: the database's part is read once per generation; the lock, the launcher's part
+    and the rate are this poll's own."""
+    if state.control.reap_due():
+        await run_in_threadpool(state.control.reap)
+    lock_held = is_lock_held(state.settings.db)
+    # The rate, the ETA and `owned` are this viewer's own: recomputed at most once a second, and at each commit.
+    key = ("status", lock_held, int(time.monotonic()))
+    head, generation = await run_in_threadpool(_status_head, state, key)
+    body = head + b',"now_unix":%d}' % int(state.clock())
+    return Response(body, media_type="application/json", headers=generation_headers(generation))
 
-    def compute() -> bytes:
-        index.get()  # at most once a second per change: reads the senders into memory once the file settles
-        state = DbState.MISSING
-        active = None
-        active_out = last_out = None
-        mixed, unrepaired = False, 0
-        if database.exists():
-            with database.connect() as conn:
-                snap = database.snapshot(conn)
-                state = snap.state
-                if database.schema_ready(conn):
-                    # An open row without the lock belongs to a dead ingester: it is history, not activity.
-                    active = open_run(conn) if lock_held else None
-                    recent = list_runs(conn, limit=2)
-                    last = next((run for run in recent if active is None or run.run_id != active.run_id), None)
-                    unfetched = unfetched_by_run(conn)
-                    # Built inside the block: a malformed row is a 503 `db_unreadable`, not a 500.
-                    active_out = last_out = None
-                    if active is not None:
-                        active_out = _run_out(active, control, lock_held=lock_held, unfetched=unfetched)
-                    if last is not None:
-                        last_out = _run_out(last, control, lock_held=lock_held, unfetched=unfetched)
-                if snap.mix is not None:
-                    mixed, unrepaired = snap.mix.mixed_sources, snap.mix.unrepaired_count
-        progress = rates.observe(active)
-        document = StatusOut(
-            db=str(state),
-            ingest_lock_held=lock_held,
-            active_run=active_out,
-            last_run=last_out,
-            owns_active_run=control.owns(active) is not None,
-            mixed_sources=mixed,
-            unrepaired_count=unrepaired,
-            rate_per_sec=progress.rate_per_sec,
-            eta_seconds=progress.eta_seconds,
-            retrying=active_out is not None and is_retrying(active_out.state, active_out.warnings_tail),
-            csrf_token=csrf_token,
-            now_unix=0,
+
+def _status_head(state: ViewerState, key: tuple[str, bool, int]) -> Read:
+    """The status document without its closing `now_unix`, kept in the one cache under the generation it read."""
+    facts, generation = _run_facts(state.database)
+    head = state.database.cache.get(generation, key, lambda: _status(state, facts, lock_held=key[1]))
+    return head, generation
+
+
+def _status(state: ViewerState, facts: _RunFacts, *, lock_held: bool) -> bytes:
+    control = state.control
+    # An open row without the lock belongs to a dead ingester: it is history, not activity.
+    active = facts.open_run if lock_held else None
+    last = next((run for run in facts.recent if active is None or run.run_id != active.run_id), None)
+    try:
+        active_out, last_out = (
+            _run_out(run, control, lock_held=lock_held, unfetched=facts.unfetched) if run is not None else None
+            for run in (active, last)
         )
-        # Serialised once per change; each answer only appends its own clock reading.
-        return document.model_dump_json(exclude={"now_unix"}).encode()[:-1]
-
-    head: bytes = await answer(cache, "status", (database.change_key(), lock_held), compute)
-    return Response(head + b',"now_unix":%d}' % int(clock()), media_type="application/json")
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed row is a 503 `db_unreadable`, not a 500
+        raise from_bad_contents(exc) from exc
+    progress = state.rates.observe(active)
+    document = StatusOut(
+        db=str(facts.state),
+        ingest_lock_held=lock_held,
+        active_run=active_out,
+        last_run=last_out,
+        owns_active_run=control.owns(active) is not None,
+        mixed_sources=facts.mixed_sources,
+        unrepaired_count=facts.unrepaired_count,
+        rate_per_sec=progress.rate_per_sec,
+        eta_seconds=progress.eta_seconds,
+        retrying=active_out is not None and is_retrying(active_out.state, active_out.warnings_tail),
+        csrf_token=state.csrf_token,
+        now_unix=0,
+    )
+    return document.model_dump_json(exclude={"now_unix"}).encode()[:-1]
 
 
 @router.get("/runs")
 def runs(
-    database: DatabaseDep, control: ControlDep, clock: ClockDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
+    database: DatabaseDep,
+    control: ControlDep,
+    clock: ClockDep,
+    response: Response,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> RunsOut:
     out: list[RunOut] = []
     lock_held = is_lock_held(control.settings.db)
     if database.exists():
         with database.connect() as conn:
             if database.schema_ready(conn):
+                label(response, queries.generation(conn))
                 unfetched = unfetched_by_run(conn)
                 out = [
                     _run_out(run, control, lock_held=lock_held, unfetched=unfetched)
@@ -162,50 +197,46 @@ def _escaped_if_not_utf8(path: str) -> str | None:
 
 
 @router.get("/imports")
-def imports(settings: SettingsDep) -> ImportsOut:
+def imports(state: StateDep) -> ImportsOut:
+    settings = state.settings
     shown, style = settings.shown_import_dir(), settings.command_style
-    db = str(settings.db.absolute())  # the viewer's own file: a pasted command fills this page
+    db = str(state.control.base_db.absolute())  # the viewer's own folder: a pasted command fills this page
+    account = None if state.account == DEFAULT_ACCOUNT else state.account
     files: list[ImportFileOut] = []
     unreadable: list[str] = []
     for f in list_mbox_files(settings.import_dir):
         if (escaped := _escaped_if_not_utf8(f.path)) is not None:
             unreadable.append(escaped)
             continue
-        command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db)
+        command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db, account=account)
         files.append(ImportFileOut(**asdict(f), command=command))
     return ImportsOut(
         import_dir=shown,
         import_dir_exists=settings.import_dir.is_dir(),
         files=files,
         unreadable_names=unreadable,
-        import_command=import_command(path="path/to/file.mbox", style=style, db=db),
-        scan_command=scan_command(style, db),
-        runs_command=runs_command(style, db),
+        import_command=import_command(path="path/to/file.mbox", style=style, db=db, account=account),
+        scan_command=scan_command(style, db, account),
+        runs_command=runs_command(style, db, account),
     )
 
 
 @router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
-def start_run(body: LaunchBody, control: ControlDep, cache: CacheDep) -> LaunchedOut:
-    cache.clear()
-    try:
-        run_id = control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
-    finally:
-        cache.clear()  # the new run is ours: `owned` changes without the files changing
+def start_run(body: LaunchBody, control: ControlDep) -> LaunchedOut:
+    run_id = control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
     return LaunchedOut(run_id=run_id)
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202)
-def cancel_run(run_id: RunId, control: ControlDep, cache: CacheDep) -> CancelledOut:
+def cancel_run(run_id: RunId, control: ControlDep) -> CancelledOut:
     control.cancel(run_id)
-    cache.clear()
     return CancelledOut(run_id=run_id)
 
 
 @router.post("/runs/{run_id}/consent", status_code=202)
-def paste_consent(run_id: RunId, body: ConsentBody, control: ControlDep, cache: CacheDep) -> ConsentOut:
+def paste_consent(run_id: RunId, body: ConsentBody, control: ControlDep) -> ConsentOut:
     """The address a browser on another machine ended on, handed to the waiting scan's own consent listener."""
     control.paste_consent(run_id, body.address)
-    cache.clear()
     return ConsentOut(run_id=run_id)
 
 

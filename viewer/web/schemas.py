@@ -93,8 +93,13 @@ class HiddenOut(_Out):
 class SendersOut(_Out):
     """One page of senders; the totals leave out hidden (`exclude=`) senders, as the rows do."""
 
-    total: int = Field(description="senders matching every filter")
-    matched_messages: int = Field(description="messages of the senders matching every filter")
+    total: int = Field(description="senders matching every filter; past 30,000 only with `exact_count=true`")
+    total_exact: bool = Field(
+        description="false: the count stopped at `total` (30,000) and more match; ask with `exact_count=true`"
+    )
+    matched_messages: int | None = Field(
+        description="messages of the senders matching every filter (null: not counted)"
+    )
     senders: list[SenderRowOut]
     total_messages: int = Field(description="all messages except those of hidden senders")
     total_senders: int = Field(description="all senders except hidden ones")
