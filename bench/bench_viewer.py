@@ -37,7 +37,7 @@ MESSAGES = 2_000_000
 
 DOMAINS = 30_000
 FIRST_DAY = 1_420_070_400  # 2015-01-01
-PARTS = ["pollers", "sorts", "searches", "presets", "domains", "hidden", "volume", "export"]
+PARTS = ["pollers", "sorts", "searches", "presets", "find", "domains", "hidden", "volume", "export"]
 
 
 def generate(db: Path) -> None:
@@ -306,6 +306,24 @@ def _extra(base: str, parts: set[str]) -> dict[str, list[float]]:
             extra[f"{label}, sorted by size"] = _single(
                 base, f"/api/senders?limit=50&sort=bytes&{query}&offset={{}}", repeat=10
             )
+    if "find" in parts:  # #22: the date, size and month terms and the unread-count sort
+        finds = {
+            "last mail before a day (silent 2 years)": "last_before=2020-01-01",
+            "first mail on or after a day (new this year)": "first_after=2024-06-01",
+            "average message at least 100 KB": "min_avg_bytes=102400",
+            "mail in one month (a chart bar)": "month=2019-06",
+        }
+        for label, query in finds.items():
+            extra[f"{label}, first request then 9 pages"] = _single(
+                base, f"/api/senders?limit=50&{query}&offset={{}}", repeat=10
+            )
+        extra["page sorted by unread count desc"] = _single(
+            base, "/api/senders?limit=50&sort=unread&offset={}", repeat=10, vary=1000
+        )
+        extra["mostly unread sorted by unread count"] = _single(
+            base, "/api/senders?limit=50&sort=unread&min_messages=5&min_unread_ratio=0.8&offset={}", repeat=10
+        )
+        extra["domains.csv (all domains)"] = _single(base, "/api/domains.csv", repeat=2)
     if "domains" in parts:
         for sort in ("mails_sent", "senders", "domain", "bytes", "last_seen", "unread_ratio"):
             extra[f"domains sorted by {sort}"] = _single(

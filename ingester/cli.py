@@ -17,7 +17,7 @@ from ingester.account_command import account_text
 from ingester.gmail.consent import PastedLines
 from ingester.mbox.importer import ImportRequest, check_mbox_path, run_import
 from ingester.parser import build_parser
-from ingester.read_commands import export_text, runs_text, write_atomically
+from ingester.read_commands import choice_from_args, export_text, runs_text, write_atomically
 from ingester.runs import run_request
 from ingester.runs.lifecycle import RunResult
 from ingester.runs.report import make_reporter
@@ -232,7 +232,7 @@ def _cmd_export(args: argparse.Namespace, settings: IngesterSettings) -> int:
     elif gmail_exports.flags_given(args):
         raise UsageError(f"{gmail_exports.flags_given(args)[0]} applies to --format gmail-links or gmail-filters only")
     else:
-        text = export_text(settings, as_json=args.format == "json")
+        text = export_text(settings, as_json=args.format == "json", choice=choice_from_args(args))
     if args.output is None:
         sys.stdout.write(text)
     else:

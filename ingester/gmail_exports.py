@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ingester.account_command import show
-from ingester.read_commands import open_for_reading
+from ingester.read_commands import choice_from_args, open_for_reading
 from ingester.settings import IngesterSettings
 from shared.actions.gmail_filters import FilterActions, filters_file
 from shared.actions.gmail_search import Narrowing, split_links, valid_account
 from shared.errors import GmailStatsError, UsageError
+from shared.sender_list import SenderChoice
 from shared.summary import all_senders
 
 FORMATS = ("gmail-links", "gmail-filters")
@@ -40,11 +41,13 @@ def read_sender_list(text: str) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _senders(settings: IngesterSettings, senders_file: Path | None) -> list[str]:
+def _senders(settings: IngesterSettings, senders_file: Path | None, choice: SenderChoice | None = None) -> list[str]:
     if senders_file is None:
         engine = open_for_reading(settings)
         with engine.connect() as conn:
-            return [row.sender for row in all_senders(conn)]
+            return [row.sender for row in all_senders(conn, choice)]
+    if choice is not None:
+        raise UsageError("--senders names the senders already; the date and size filters choose from the database")
     try:
         text = senders_file.read_text(encoding="utf-8")
     except OSError as exc:
@@ -79,19 +82,30 @@ def _left_out(left_out: tuple[str, ...]) -> str:
 
 
 def gmail_links(
-    settings: IngesterSettings, *, senders_file: Path | None, narrowing: Narrowing, account: str | None
+    settings: IngesterSettings,
+    *,
+    senders_file: Path | None,
+    narrowing: Narrowing,
+    account: str | None,
+    choice: SenderChoice | None = None,
 ) -> GmailExport:
-    made = split_links(_senders(settings, senders_file), narrowing, account=_account(settings, account))
+    made = split_links(_senders(settings, senders_file, choice), narrowing, account=_account(settings, account))
     named = sum(len(link.senders) for link in made.links)
     text = "".join(f"{link.url}\n" for link in made.links)
     return GmailExport(text=text, note=f"{len(made.links):,} links for {named:,} senders{_left_out(made.left_out)}")
 
 
 def gmail_filters(
-    settings: IngesterSettings, *, senders_file: Path | None, actions: FilterActions, account: str | None, now: float
+    settings: IngesterSettings,
+    *,
+    senders_file: Path | None,
+    actions: FilterActions,
+    account: str | None,
+    now: float,
+    choice: SenderChoice | None = None,
 ) -> GmailExport:
     made = filters_file(
-        _senders(settings, senders_file),
+        _senders(settings, senders_file, choice),
         actions,
         now=datetime.fromtimestamp(now, tz=UTC),
         author=_account(settings, account),
@@ -147,7 +161,13 @@ def from_args(args: argparse.Namespace, settings: IngesterSettings, *, now: floa
             larger_than_mb=args.larger_mb,
             in_inbox=args.inbox,
         )
-        made = gmail_links(settings, senders_file=args.senders, narrowing=narrowing, account=args.address)
+        made = gmail_links(
+            settings,
+            senders_file=args.senders,
+            narrowing=narrowing,
+            account=args.address,
+            choice=choice_from_args(args),
+        )
     else:
         actions = FilterActions(
             archive=args.archive,
@@ -156,5 +176,12 @@ def from_args(args: argparse.Namespace, settings: IngesterSettings, *, now: floa
             never_spam=args.never_spam,
             label=args.label,
         )
-        made = gmail_filters(settings, senders_file=args.senders, actions=actions, account=args.address, now=now)
+        made = gmail_filters(
+            settings,
+            senders_file=args.senders,
+            actions=actions,
+            account=args.address,
+            now=now,
+            choice=choice_from_args(args),
+        )
     return made

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ingester import gmail_exports
+from ingester import gmail_exports, read_commands
 from ingester.arguments import OneLineParser, account_arg, count_arg, run_id_arg
 from ingester.settings import IngesterSettings
 from shared.settings import flag_help
@@ -128,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Example:\n  gmail-stats export --format csv --output senders.csv\n"
             "  gmail-stats export --format gmail-links --senders picked.txt --unread --address you@gmail.com\n"
-            "  gmail-stats export --format gmail-filters --senders picked.txt --archive --mark-read --output f.xml"
+            "  gmail-stats export --format gmail-filters --senders picked.txt --archive --mark-read --output f.xml\n"
+            "  gmail-stats export --format gmail-filters --last-before 2024-12-01 --archive   # silent 2 years"
         ),
     )
     export.add_argument(
@@ -140,5 +141,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--output", type=Path, metavar="FILE", help="write to FILE instead of standard output")
     gmail_exports.add_arguments(export)
+    read_commands.add_choice_arguments(export)
     _common(export)
     return parser

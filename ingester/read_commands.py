@@ -6,11 +6,14 @@ the export's own output.
 
 from __future__ import annotations
 
+import argparse
+import calendar
 import csv
 import io
 import json
 import os
 import tempfile
+from datetime import date
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -23,7 +26,7 @@ from shared.lock import is_lock_held
 from shared.resume import CommandStyle, import_command, scan_command
 from shared.runs import Run, list_runs
 from shared.schema.migrations import LATEST_VERSION, check_not_too_new, schema_version
-from shared.sender_list import every_sender
+from shared.sender_list import SenderChoice, every_sender
 from shared.summary import all_senders, summary_document
 from shared.text.csv_cells import SENDER_CSV_COLUMNS, sender_csv_row
 from shared.timeutil import system_clock
@@ -106,19 +109,59 @@ def runs_text(settings: IngesterSettings, *, limit: int, as_json: bool, verbose:
     return "\n".join(lines) + "\n"
 
 
-def export_text(settings: IngesterSettings, *, as_json: bool) -> str:
-    """`gmail-stats export`: every sender as the summary JSON document or as CSV."""
+def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
+    """`export`'s date and size filters (the viewer's `last_before` … `min_avg_bytes`, docs/api.md)."""
+    choose = parser.add_argument_group("choosing senders (every format but a --senders list)")
+    for flag, what in (
+        ("--last-before", "senders whose last mail is before DAY (YYYY-MM-DD, UTC)"),
+        ("--last-after", "senders whose last mail is on or after DAY"),
+        ("--first-before", "senders whose first mail is before DAY"),
+        ("--first-after", "senders whose first mail is on or after DAY"),
+    ):
+        choose.add_argument(flag, type=_day, metavar="DAY", help=what)
+    choose.add_argument("--min-bytes", type=_count, metavar="N", default=0, help="all their mail: at least N bytes")
+    choose.add_argument("--min-avg-bytes", type=_count, metavar="N", default=0, help="average message: at least N")
+
+
+def choice_from_args(args: argparse.Namespace) -> SenderChoice | None:
+    """The filters given, or None (every sender)."""
+    choice = SenderChoice(
+        last_before=args.last_before,
+        last_after=args.last_after,
+        first_before=args.first_before,
+        first_after=args.first_after,
+        min_bytes=args.min_bytes,
+        min_avg_bytes=args.min_avg_bytes,
+    )
+    return None if choice == SenderChoice() else choice
+
+
+def _day(text: str) -> int:
+    try:
+        return calendar.timegm(date.fromisoformat(text).timetuple())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day such as 2024-01-31") from exc
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes")
+    return int(text)
+
+
+def export_text(settings: IngesterSettings, *, as_json: bool, choice: SenderChoice | None = None) -> str:
+    """`gmail-stats export`: every sender (or those `choice` keeps) as the summary JSON document or as CSV."""
     engine = open_for_reading(settings)
     buffer = io.StringIO()
     with engine.connect() as conn:
         if as_json:
-            document = summary_document(all_senders(conn), now=system_clock())
+            document = summary_document(all_senders(conn, choice), now=system_clock())
             json.dump(document, buffer, ensure_ascii=False, indent=2)
             buffer.write("\n")
         else:  # the page's format (`shared.text.csv_cells`): the same columns and ISO dates as `/api/export.csv`
             writer = csv.writer(buffer, lineterminator="\n")
             writer.writerow(SENDER_CSV_COLUMNS)
-            writer.writerows(sender_csv_row(row) for row in every_sender(conn))
+            writer.writerows(sender_csv_row(row) for row in every_sender(conn, choice))
     return buffer.getvalue()
 
 

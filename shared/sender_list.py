@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, func, literal_column, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, func, literal_column, select
 
 from shared.actions.gmail_search import search_query, search_url, searchable
 from shared.schema.models import senders
@@ -87,6 +87,42 @@ def iter_rows(conn: Connection, stmt: Select[Any]) -> Iterator[SenderListRow]:
         yield from (row_of(r) for r in partition)
 
 
-def every_sender(conn: Connection) -> Iterator[SenderListRow]:
-    """Every sender, most mail first, ties by sender key (the page's default order, and `export`'s)."""
-    yield from iter_rows(conn, select(*LIST_COLUMNS).order_by(_S.mails_sent.desc(), _S.sender.asc()))
+@dataclass(frozen=True, slots=True)
+class SenderChoice:
+    """`gmail-stats export`'s date and size filters: the viewer's `last_before` … `min_avg_bytes` terms
+    (`viewer.query.filters.SenderFilter`, which the ingester may not import), in UTC unix seconds and bytes."""
+
+    last_before: int | None = None
+    last_after: int | None = None
+    first_before: int | None = None
+    first_after: int | None = None
+    min_bytes: int = 0
+    min_avg_bytes: int = 0
+
+
+def chosen(c: SenderChoice) -> list[ColumnElement[bool]]:
+    """The same terms as the viewer's SQL (`viewer.query.sender_queries`): before is strictly before, after is on
+    or after; a sender with no dated mail has no first or last date."""
+    terms: list[ColumnElement[bool]] = []
+    if c.last_before is not None:
+        terms.append(_S.last_seen_unix < c.last_before)
+    if c.last_after is not None:
+        terms.append(_S.last_seen_unix >= c.last_after)
+    if c.first_before is not None:
+        terms.append(_S.first_seen_unix < c.first_before)
+    if c.first_after is not None:
+        terms.append(_S.first_seen_unix >= c.first_after)
+    if c.min_bytes > 0:
+        terms.append(_S.bytes >= c.min_bytes)
+    if c.min_avg_bytes > 0:  # bytes / mails >= n, kept in integers: bytes >= n * mails
+        terms.append(and_(_S.mails_sent > 0, _S.bytes >= _S.mails_sent * c.min_avg_bytes))
+    return terms
+
+
+def every_sender(conn: Connection, choice: SenderChoice | None = None) -> Iterator[SenderListRow]:
+    """Every sender (or those `choice` keeps), most mail first, ties by sender key (the page's default order, and
+    `export`'s)."""
+    stmt = select(*LIST_COLUMNS).order_by(_S.mails_sent.desc(), _S.sender.asc())
+    if choice is not None:
+        stmt = stmt.where(*chosen(choice))
+    yield from iter_rows(conn, stmt)

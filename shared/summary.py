@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from shared.schema.models import senders
+from shared.sender_list import SenderChoice, chosen
 
 SENDER_COLUMNS = (
     "sender",
@@ -33,10 +34,12 @@ class SenderRow:
     list_unsubscribe: int
 
 
-def all_senders(conn: Connection) -> list[SenderRow]:
-    """Every sender, most mail first, ties by sender key."""
+def all_senders(conn: Connection, choice: SenderChoice | None = None) -> list[SenderRow]:
+    """Every sender (or those `choice` keeps), most mail first, ties by sender key."""
     t = senders
     stmt = select(*(t.c[name] for name in SENDER_COLUMNS)).order_by(t.c.mails_sent.desc(), t.c.sender.asc())
+    if choice is not None:
+        stmt = stmt.where(*chosen(choice))
     return [SenderRow(*row) for row in conn.execute(stmt)]
 
 

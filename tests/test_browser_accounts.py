@@ -54,6 +54,7 @@ def test_the_switcher_keeps_the_url_and_each_accounts_hidden_senders(chromium: B
     page.wait_for_url("**/?q=&account=work")
     expect(page.locator("#rows tr")).to_have_count(1)
     expect(page.locator("#rows tr").first).to_have_attribute("data-sender", "carol@other.example")
+    assert page.url.endswith("/?q=&account=work")  # the table wrote its state (#22) and kept the account's
     expect(page.locator("#account-switch")).to_have_value("work")
     assert page.evaluate("localStorage.getItem('gmail-stats.work.hidden')") in (None, "[]")
     shoot(page, "accounts-switcher")

@@ -228,7 +228,7 @@ def test_export_honours_filters_sort_and_writes_iso_dates(seeded: Path) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["min_unread_ratio=2", "min_messages=-1", "sort=unread", "has_unsubscribe=maybe", "exclude=" + "x" * 321],
+    ["min_unread_ratio=2", "min_messages=-1", "sort=unread_count", "has_unsubscribe=maybe", "exclude=" + "x" * 321],
 )
 def test_bad_filters_are_422(seeded: Path, query: str) -> None:
     with viewer(make_settings(seeded)) as client:

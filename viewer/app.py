@@ -27,7 +27,7 @@ from viewer.launch.refresh import Refresher
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
 from viewer.settings import ViewerSettings
-from viewer.web import account_api, api, estimates_api, gmail_api, run_api
+from viewer.web import account_api, api, domain_export, estimates_api, gmail_api, run_api
 from viewer.web.deps import Accounts, ViewerState
 from viewer.web.handlers import install_error_handlers
 from viewer.web.security import SecurityGuard
@@ -130,6 +130,7 @@ def create_app(
     app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     app.include_router(api.router)
+    app.include_router(domain_export.router)
     app.include_router(run_api.router)
     app.include_router(gmail_api.router)
     app.include_router(estimates_api.router)

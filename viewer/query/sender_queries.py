@@ -28,7 +28,7 @@ from sqlalchemy import (
     true,
 )
 
-from shared.schema.models import senders
+from shared.schema.models import sender_months, senders
 from shared.sender_list import LIST_COLUMNS, UNREAD_RATIO, SenderListRow, iter_rows, row_of
 from viewer.query.filters import SenderFilter
 from viewer.query.sql_lists import in_values
@@ -49,6 +49,7 @@ class SortKey(StrEnum):
     FIRST_SEEN = "first_seen"
     BYTES = "bytes"
     UNREAD_RATIO = "unread_ratio"
+    UNREAD = "unread"  # the unread count (no index of its own: a sort of the matches)
 
 
 class SortOrder(StrEnum):
@@ -139,7 +140,31 @@ def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool
         parts.append(known if f.has_unsubscribe else not_(known))
     if f.exclude:
         parts.append(not_(in_values(_S.sender, f.exclude)))
+    if f.extended:
+        parts.extend(_extended(f))
     return and_(true(), *parts)
+
+
+def _extended(f: SenderFilter) -> list[ColumnElement[bool]]:
+    """The date, size and month terms (`SenderFilter.extended`); a sender with no dated mail has no last or first
+    date, so a date term leaves it out."""
+    parts: list[ColumnElement[bool]] = []
+    if f.last_before is not None:
+        parts.append(_S.last_seen_unix < f.last_before)
+    if f.last_after is not None:
+        parts.append(_S.last_seen_unix >= f.last_after)
+    if f.first_before is not None:
+        parts.append(_S.first_seen_unix < f.first_before)
+    if f.first_after is not None:
+        parts.append(_S.first_seen_unix >= f.first_after)
+    if f.min_bytes > 0:
+        parts.append(_S.bytes >= f.min_bytes)
+    if f.min_avg_bytes > 0:  # bytes / mails >= n, kept in integers: bytes >= n * mails
+        parts.append(and_(_S.mails_sent > 0, _S.bytes >= _S.mails_sent * f.min_avg_bytes))
+    if f.month is not None:
+        in_month = select(sender_months.c.sender).where(sender_months.c.month == f.month)
+        parts.append(_S.sender.in_(in_month))
+    return parts
 
 
 def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
@@ -152,6 +177,7 @@ def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
         SortKey.FIRST_SEEN: _S.first_seen_unix,
         SortKey.BYTES: _S.bytes,
         SortKey.UNREAD_RATIO: UNREAD_RATIO,
+        SortKey.UNREAD: _S.unread,
         SortKey.NAME: NAME,
     }[sort]
     if sort is SortKey.MAILS_SENT:  # `ix_senders_mails_sent (mails_sent DESC, sender)`: ties A→Z when descending

@@ -4,6 +4,7 @@
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
 import { wireAccounts } from "./accounts.js";
 import { drawVolume } from "./chart.js";
+import { pickMonth } from "./finder.js";
 import { wireDetail } from "./detail.js";
 import { loadEstimates } from "./estimates.js";
 import { wireFocus } from "./focus.js";
@@ -13,7 +14,7 @@ import { loadHistory, loadLog, wireHistory } from "./history.js";
 import { cancel, launch, pasteConsent, renderBanner, renderProgress, setRunHooks } from "./runs.js";
 import { isActive, state } from "./state.js";
 import { withHidden } from "./hidden.js";
-import { loadTable, wireTable } from "./table.js";
+import { loadTable, setView, wireTable } from "./table.js";
 import { $, busy, el, fmt, richText, store } from "./util.js";
 
 const volumeChannel = new Latest();
@@ -39,13 +40,16 @@ function renderDbProblem(kind, detail) {
   return true;
 }
 
+// The main chart's bars narrow the sender table to their month (finder.js).
+const ALL_MAIL = { caption: "Messages per month, all mail", onPick: (month) => pickMonth(month, () => setView("senders")) };
+
 async function loadVolume() {
   try {
     const volume = await withHidden(new URLSearchParams(), (params) => volumeChannel.get(`/api/volume${params.size ? `?${params}` : ""}`));
     if (volume === null) return;
     lastVolume = volume;
     lastVolumeAt = Date.now();
-    drawVolume($("chart-all"), volume, { caption: "Messages per month, all mail" });
+    drawVolume($("chart-all"), volume, ALL_MAIL);
     $("chart-note").textContent = volume.undated ? `${fmt(volume.undated)} messages have no date` : "";
   } catch (err) {
     // A viewer without /api/volume has no chart to offer: drop the panel rather than show an error in it.
@@ -124,7 +128,7 @@ async function exportCsv(event) {
     const response = await fetch(link.href, { credentials: "same-origin" });
     if (!response.ok) throw new ApiFailure(response.status, await response.json().catch(() => null));
     const url = URL.createObjectURL(await response.blob());
-    const save = el("a", { attrs: { href: url, download: "gmail-stats-senders.csv" } });
+    const save = el("a", { attrs: { href: url, download: link.getAttribute("download") || "gmail-stats-senders.csv" } });
     document.body.append(save);
     save.click();
     save.remove();
@@ -214,7 +218,7 @@ function init() {
   let resizeTimer = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(() => lastVolume && drawVolume($("chart-all"), lastVolume, { caption: "Messages per month, all mail" }), 200);
+    resizeTimer = setTimeout(() => lastVolume && drawVolume($("chart-all"), lastVolume, ALL_MAIL), 200);
   });
   document.addEventListener("visibilitychange", () => {
     if (!document.hidden) {

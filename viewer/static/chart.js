@@ -48,7 +48,8 @@ function label(key) {
 }
 
 /** Draws `volume` ({months, undated}) into `container`; `width` is the drawing width in CSS pixels. */
-export function drawVolume(container, volume, { caption = "Messages per month" } = {}) {
+/** `onPick(month)`: the bars become buttons (one Tab stop, arrow keys move between months, Enter or Space picks). */
+export function drawVolume(container, volume, { caption = "Messages per month", onPick = null } = {}) {
   const months = fillMonths(volume.months || []);
   const total = months.reduce((sum, m) => sum + m.messages, 0);
   const width = Math.max(280, Math.floor(container.clientWidth || 600));
@@ -68,7 +69,7 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
     viewBox: `0 0 ${width} ${HEIGHT}`,
     width,
     height: HEIGHT,
-    role: "img",
+    role: onPick ? "group" : "img", // an image holds no buttons (axe: nested-interactive)
     "aria-label": `${caption}: ${fmt(total)} messages from ${label(months[0].month)} to ${label(months[months.length - 1].month)}`,
   });
   for (const fraction of [0, 0.5, 1]) {
@@ -88,6 +89,7 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
       "data-month": m.month,
     });
     bar.append(svg("title", {}, `${label(m.month)}: ${fmt(m.messages)} messages, ${bytes(m.bytes)}`));
+    if (onPick) pickable(bar, m, i === months.length - 1, onPick);
     root.append(bar);
   });
   // Year ticks: January of each year (or the first month), thinned so labels never collide.
@@ -107,4 +109,26 @@ export function drawVolume(container, volume, { caption = "Messages per month" }
   container.replaceChildren(root, table);
   container.dataset.months = String(months.length);
   container.dataset.total = String(total + (volume.undated || 0));
+}
+
+function pickable(bar, m, focusable, onPick) {
+  bar.classList.add("bar-pick");
+  bar.setAttribute("role", "button");
+  bar.setAttribute("tabindex", focusable ? "0" : "-1");
+  bar.setAttribute("aria-label", `${label(m.month)}: ${fmt(m.messages)} messages. Show the senders with mail that month`);
+  bar.addEventListener("click", () => onPick(m.month));
+  bar.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      onPick(m.month);
+      return;
+    }
+    const step = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity }[event.key];
+    if (!step) return;
+    event.preventDefault();
+    const bars = [...bar.parentNode.querySelectorAll(".bar-pick")];
+    const at = Math.min(bars.length - 1, Math.max(0, bars.indexOf(bar) + step));
+    for (const b of bars) b.setAttribute("tabindex", b === bars[at] ? "0" : "-1");
+    bars[at].focus();
+  });
 }

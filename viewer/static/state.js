@@ -15,6 +15,7 @@ export const state = {
     limit: PAGE_SIZES.includes(store.get("pageSize", 50)) ? store.get("pageSize", 50) : 50,
     preset: "all",
     domain: "", // a domain picked from the domain view narrows the sender view
+    find: {}, // date, size and month filters (finder.js): API parameter → value
   },
   hidden: new Set(store.get("hidden", [])),
   kept: new Set(store.get("kept", [])), // the Keep list: senders presets never propose again

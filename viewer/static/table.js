@@ -4,6 +4,7 @@
 
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
+import { daysBefore, findParams, readAddress, renderMonthFilter, wireFinder, writeAddress } from "./finder.js";
 import { inAccount, wireGmail } from "./gmail.js";
 import { hide, unhide, wireHidden, withHidden } from "./hidden.js";
 import { wireKept } from "./keep.js";
@@ -23,7 +24,12 @@ export const PRESETS = {
   // At least 5 messages: otherwise one-message senders at 100% unread lead a list of tens of thousands.
   unread: { filters: { min_messages: 5, min_unread_ratio: MOSTLY_UNREAD }, sort: ["unread_ratio", "desc"] },
   largest: { filters: {}, sort: ["bytes", "desc"] },
+  // Dated from today each time the table loads, so a page left open for a day still means what it says.
+  silent: { filters: () => ({ last_before: daysBefore({ years: 2 }) }), sort: ["last_seen", "asc"] },
+  fresh: { filters: () => ({ first_after: daysBefore({ months: 12 }) }), sort: ["mails_sent", "desc"] },
 };
+// Presets that test a sender's own terms: the domain view has no such row.
+const SENDER_PRESETS = ["unsubscribe", "unread", "silent", "fresh"];
 
 // [key, label, sort key or null, extra class]; the widths live in app.css (table-layout: fixed).
 const COLUMNS = {
@@ -32,7 +38,7 @@ const COLUMNS = {
     ["who", "Sender", "@sender", "col-who"],
     ["mails_sent", "Messages", "mails_sent", "num col-count"],
     ["share", "Share", null, "num col-share"],
-    ["unread", "Unread", "unread_ratio", "num col-unread"],
+    ["unread", "Unread", "unread_ratio", "num col-unread"], // and `unread`, the count (a second button)
     ["bytes", "Size", "bytes", "num col-bytes"],
     ["first_seen", "First seen", "first_seen", "col-date col-first"],
     ["last_seen", "Last seen", "last_seen", "col-date col-last"],
@@ -54,8 +60,10 @@ export function filterParams() {
   const t = state.table;
   const params = new URLSearchParams();
   if (t.q) params.set("q", t.q);
-  for (const [k, v] of Object.entries(PRESETS[t.preset].filters)) params.set(k, String(v));
+  const preset = PRESETS[t.preset].filters;
+  for (const [k, v] of Object.entries(typeof preset === "function" ? preset() : preset)) params.set(k, String(v));
   if (t.domain && state.view === "senders") params.set("domain", t.domain);
+  findParams(params);
   return params;
 }
 
@@ -88,7 +96,7 @@ function senderSortKey() {
 }
 
 /** The filter a `Count all` click asked the exact figure for (a new filter is counted up to the limit again). */
-const exactKey = () => JSON.stringify([state.table.q, state.table.preset, state.table.domain]);
+const exactKey = () => JSON.stringify([state.table.q, state.table.preset, state.table.domain, state.table.find]);
 
 export async function loadTable() {
   const t = state.table;
@@ -100,13 +108,18 @@ export async function loadTable() {
   // Past 30,000 matches the API stops counting ("30,000+") until the person asks for the figure (`Count all`).
   if (state.view === "senders" && t.exactFor === exactKey()) params.set("exact_count", "true");
   const path = state.view === "domains" ? "/api/domains" : "/api/senders";
+  writeAddress();
   let page;
   try {
     page = await withHidden(params, (mine) => {
       // The export link names the same hidden set as the page it was built with.
       const exportParams = filterParams();
       if (mine.has("hidden")) exportParams.set("hidden", mine.get("hidden"));
-      $("export").href = withAccount(`/api/export.csv${exportParams.size ? `?${exportParams}` : ""}`);
+      exportParams.set("sort", t.sort);
+      exportParams.set("order", t.order);
+      const domains = state.view === "domains";
+      $("export").href = withAccount(`/api/${domains ? "domains" : "export"}.csv?${exportParams}`);
+      $("export").setAttribute("download", domains ? "gmail-stats-domains.csv" : "gmail-stats-senders.csv");
       return channel.get(`${path}?${mine}`);
     }, { withKept: keptLeftOut() });
   } catch (err) {
@@ -139,7 +152,17 @@ function renderHead() {
         const b = el("button", { cls: "sort", text: label, attrs: { type: "button", "data-sort": sort } });
         b.addEventListener("click", () => sortBy(sort));
         th.append(b);
-        th.setAttribute("aria-sort", t.sort === sort ? (t.order === "desc" ? "descending" : "ascending") : "none");
+        const sorts = key === "unread" && state.view === "senders" ? [sort, "unread"] : [sort];
+        th.setAttribute("aria-sort", sorts.includes(t.sort) ? (t.order === "desc" ? "descending" : "ascending") : "none");
+        if (sorts.length > 1) {
+          // Two sorts in one header: the share (the label) and the count ("#"); only the active one shows an arrow.
+          b.title = "Sort by unread share";
+          b.classList.toggle("sort-off", t.sort === "unread");
+          const off = t.sort === "unread" ? "" : " sort-off";
+          const count = el("button", { cls: `sort sort-count${off}`, text: "#", attrs: { type: "button", "data-sort": "unread", "aria-label": "Sort by unread messages", title: "Sort by unread messages" } });
+          count.addEventListener("click", () => sortBy("unread"));
+          th.append(count);
+        }
       } else th.textContent = label;
       return th;
     }),
@@ -188,6 +211,7 @@ export function renderTable(page) {
   $("prev").disabled = t.offset === 0;
   $("next").disabled = capped ? shown < t.limit : t.offset + t.limit >= page.total;
   renderDomainFilter();
+  renderMonthFilter(loadTable);
   syncSelection();
 }
 
@@ -326,10 +350,16 @@ export function showDomainSenders(domain) {
 }
 
 export function setView(view) {
+  showView(view);
+  loadTable();
+}
+
+/** The view's buttons, caption and presets, without loading. */
+function showView(view) {
   state.view = view;
   const t = state.table;
   t.offset = 0;
-  const valid = COLUMNS[view].some(([, , sort]) => sort === t.sort);
+  const valid = COLUMNS[view].some(([, , sort]) => sort === t.sort || (sort === "@sender" && ["sender", "name"].includes(t.sort))) || (view === "senders" && t.sort === "unread");
   if (!valid) {
     t.sort = "mails_sent";
     t.order = "desc";
@@ -340,13 +370,13 @@ export function setView(view) {
   $("search").placeholder = view === "domains" ? "Search domains" : "Search senders";
   // The API applies the sender filters to senders only: in the domain view only "All" and "Largest" mean anything.
   for (const b of document.querySelectorAll("button.preset")) {
-    b.disabled = view === "domains" && ["unsubscribe", "unread"].includes(b.dataset.preset);
+    b.disabled = view === "domains" && SENDER_PRESETS.includes(b.dataset.preset);
     b.title = b.disabled ? "Applies to senders, not domains" : b.dataset.title || "";
   }
-  if (view === "domains" && ["unsubscribe", "unread"].includes(t.preset)) t.preset = "all";
+  if (view === "domains" && SENDER_PRESETS.includes(t.preset)) t.preset = "all";
   for (const b of document.querySelectorAll("button.preset")) b.setAttribute("aria-pressed", String(b.dataset.preset === t.preset));
   $("search").setAttribute("aria-label", $("search").placeholder);
-  loadTable();
+  $("find-more").classList.toggle("hidden", view === "domains"); // dates and sizes are a sender's own
 }
 
 export function setPreset(name) {
@@ -361,6 +391,10 @@ export function setPreset(name) {
 }
 
 export function wireTable() {
+  for (const b of document.querySelectorAll("button.preset")) b.dataset.title = b.title;
+  readAddress(PRESETS, Object.keys(COLUMNS));
+  showView(state.view);
+  wireFinder(loadTable);
   const size = $("page-size");
   size.value = String(state.table.limit);
   size.addEventListener("change", () => {
@@ -392,10 +426,7 @@ export function wireTable() {
   });
   $("view-senders").addEventListener("click", () => setView("senders"));
   $("view-domains").addEventListener("click", () => setView("domains"));
-  for (const b of document.querySelectorAll("button.preset")) {
-    b.dataset.title = b.title;
-    b.addEventListener("click", () => setPreset(b.dataset.preset));
-  }
+  for (const b of document.querySelectorAll("button.preset")) b.addEventListener("click", () => setPreset(b.dataset.preset));
   wireHidden();
   wireKept();
   wireSelection();

@@ -3,6 +3,8 @@ request's query parameters (hidden sets resolved from the viewer's registry)."""
 
 from __future__ import annotations
 
+import calendar
+from datetime import date
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -13,6 +15,8 @@ from viewer.errors import ApiError
 from viewer.query.filters import MAX_EXCLUDED, MAX_QUERY, SenderFilter
 from viewer.query.hidden import ID_PATTERN, normalise
 from viewer.web.deps import viewer_state
+
+MONTH_PATTERN = r"^[0-9]{4}-(0[1-9]|1[0-2])$"
 
 
 # `async` on purpose (pure parsing): a sync dependency would cost every polled request a threadpool hop.
@@ -30,6 +34,17 @@ async def _sender_filter(
     hidden: Annotated[
         str | None, Query(pattern=ID_PATTERN, description="a hidden-sender set registered with `POST /api/hidden`")
     ] = None,
+    last_before: Annotated[date | None, Query(description="last mail before this day (YYYY-MM-DD, UTC)")] = None,
+    last_after: Annotated[date | None, Query(description="last mail on or after this day")] = None,
+    first_before: Annotated[date | None, Query(description="first mail before this day")] = None,
+    first_after: Annotated[date | None, Query(description="first mail on or after this day")] = None,
+    min_bytes: Annotated[
+        int, Query(ge=0, le=2**62, description="all of a sender's mail, at least this many bytes")
+    ] = 0,
+    min_avg_bytes: Annotated[int, Query(ge=0, le=2**40, description="average message size, at least")] = 0,
+    month: Annotated[str | None, Query(pattern=MONTH_PATTERN, description="senders with mail that month (YYYY-MM)")] = (
+        None
+    ),
 ) -> SenderFilter:
     excluded = normalise(exclude)
     if hidden is not None:
@@ -44,7 +59,19 @@ async def _sender_filter(
         min_unread_ratio=min_unread_ratio,
         has_unsubscribe=has_unsubscribe,
         exclude=excluded,
+        last_before=_unix(last_before),
+        last_after=_unix(last_after),
+        first_before=_unix(first_before),
+        first_after=_unix(first_after),
+        min_bytes=min_bytes,
+        min_avg_bytes=min_avg_bytes,
+        month=month,
     )
+
+
+def _unix(day: date | None) -> int | None:
+    """The day's start, UTC, in unix seconds (the table's dates are UTC days too)."""
+    return None if day is None else calendar.timegm(day.timetuple())
 
 
 FilterDep = Annotated[SenderFilter, Depends(_sender_filter)]
