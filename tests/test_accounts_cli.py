@@ -91,10 +91,22 @@ def test_resume_hint_names_the_account(tmp_path: Path) -> None:
         g.google.faults.list_delay_seconds = 2
         proc = g.popen("--account", "b")
         b_db = tmp_path / "stats.b.db"
-        wait_for(lambda: b_db.exists() and bool(runs(b_db)), timeout=60)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
+        try:
+            wait_for(lambda: _has_a_run(b_db), timeout=60, what="account b's run row")
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+            proc.communicate()
         assert "gmail-stats scan --resume 1" in err and "--account b" in err, err
+
+
+def _has_a_run(db: Path) -> bool:
+    """The file exists and its migration has committed a run row (the tables come a moment after the file)."""
+    try:
+        return db.exists() and bool(runs(db))
+    except sqlite3.OperationalError:
+        return False
 
 
 def test_an_unattended_scan_never_waits_for_consent(tmp_path: Path) -> None:
