@@ -35,7 +35,7 @@ def cancel_on_signals(cancel: threading.Event, *, abort_note: Callable[[], str] 
         cancel.set()
         # Said at once: winding down (the calls and batch in flight) can take a moment, and a person should know
         # the keystroke was heard.
-        os.write(2, CANCELLING_NOTE.encode())
+        os.write(2, ("\n" if os.isatty(2) else "").encode() + CANCELLING_NOTE.encode())  # below a progress line
 
     previous = {sig: signal.signal(sig, handle) for sig in _HANDLED}
     try:
