@@ -160,11 +160,14 @@ def test_sigterm_stops_an_in_process_parse_of_crafted_lines(tmp_path: Path) -> N
     assert sum(counts_of(db).values()) == MESSAGES and _run(db)["outcome"] == "complete"
 
 
-# The check before issue 20, as a reference of meaning: the linear one must agree with it on every line.
-_OLD_SUSPECT = re.compile(
-    rb"From \S[^\n]*?\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\b[^\n]*?\d"
-    rb"[^\n]*\n[!-9;-~]+[ \t]*:"
+# The rule for one line as a backtracking regex, a reference of meaning: the linear check must agree with it on
+# every line followed by a header line (blanks after `From` skipped; a day or month name glued to the word before
+# it counts, as a flipped blank leaves it). A pair of lines split by a flipped byte is tested in test_framing_edges.
+_ONE_LINE_SUSPECT = re.compile(
+    rb"From [ \t\r]*[^ \t\r\n][^\n]*?(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun|Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    rb"(?![a-z])[^\n]*?\d[^\n]*\n[!-9;-~]+[ \t]*:"
 )
+_HEADER_LINE = re.compile(rb"[!-9;-~]+[ \t]*:")
 _pieces = st.sampled_from(
     [
         b"From ",
@@ -191,8 +194,10 @@ _pieces = st.sampled_from(
 def test_the_linear_suspect_check_means_what_the_regex_meant(tail: bytes, cut: int) -> None:
     data = b"From " + tail
     limit = min(len(data), 5 + cut)
-    old = _OLD_SUSPECT.match(data, 0, limit)
-    expected = None if old is None else data.find(b"\n", 0, limit)
+    line_end = data.find(b"\n", 0, limit)
+    if line_end == -1 or _HEADER_LINE.match(data, line_end + 1, limit) is None:
+        return  # no header line after the first: the two-line rule's case
+    expected = None if _ONE_LINE_SUSPECT.match(data, 0, limit) is None else line_end
     assert suspect_line_end(data, 0, limit) == expected
 
 
