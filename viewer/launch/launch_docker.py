@@ -276,11 +276,8 @@ class DockerLauncher:
             return []
 
     def _logs(self, name: str, started_at: str, lines: int) -> list[str]:
-        # A runner is restarted for every run, and its log spans them all: only this run's lines count. The engine
-        # records StartedAt after the process is running, so a first line can be stamped just before it: a second of
-        # margin keeps it (a previous run of the runner ended before this one was asked for).
-        since = max(0.0, started_unix(started_at) - 1.0)
-        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=since)
+        # Only this run's lines (a runner's log spans its runs), from 1 s before StartedAt: a first line may precede it.
+        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=started_unix(started_at) - 1.0)
         return bytes(raw).decode("utf-8", errors="replace").splitlines()[-lines:]
 
     def adopt(self) -> list[Launched]:
