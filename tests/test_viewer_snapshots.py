@@ -23,6 +23,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from shared.schema.migrations import LATEST_VERSION
 from tests.conftest import REPO_ROOT, ingester_env
 from tests.factories import mbox_bytes
 from tests.net import free_port
@@ -80,12 +81,16 @@ def normalised(route: str, status: int, text: str) -> Any:
 
 
 def _generation(db: Path) -> str | None:
+    """The generation of a database whose schema is the one the viewer reads; None while it is being migrated
+    (the generation counts the migration steps' commits too, and the viewer serves no generation before the last)."""
     try:
         with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            conn.execute("BEGIN")
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
             row = conn.execute("SELECT epoch, generation FROM data_generation").fetchone()
     except sqlite3.OperationalError:
         return None  # not created or migrated yet
-    return f"{row[0]}-{row[1]}" if row is not None else None
+    return f"{row[0]}-{row[1]}" if row is not None and version == LATEST_VERSION else None
 
 
 def _copy(db: Path, folder: Path) -> str | None:
