@@ -25,8 +25,9 @@ from shared.db import reader_engine
 from shared.runs import run_by_launch_token
 from tests.factories import generate_messages, write_mbox
 from viewer.launch.container_spec import STACK_LABEL, DockerStack
-from viewer.launch.launch_docker import DockerLauncher, connect, provision_runners
+from viewer.launch.launch_docker import connect, provision_runners
 from viewer.launch.launcher import LaunchCommand, LaunchRequest
+from viewer.launch.runner_launcher import DockerLauncher
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent

@@ -32,8 +32,9 @@ from tests.dockerenv import (
 from tests.factories import GeneratedMessage, generate_messages, write_mbox
 from tests.importing import counts_of, query
 from viewer.launch.container_spec import STACK_LABEL, DockerStack, Runners
-from viewer.launch.launch_docker import DockerLauncher, connect, provision_runners
+from viewer.launch.launch_docker import connect, provision_runners
 from viewer.launch.launcher import LaunchCommand, Launched, LaunchError, LaunchRequest
+from viewer.launch.runner_launcher import DockerLauncher
 
 pytestmark = pytest.mark.docker
 

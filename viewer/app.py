@@ -50,10 +50,10 @@ def _version() -> str:
 
 
 def launcher_for(settings: ViewerSettings) -> Launcher:
-    """Maps `GMAIL_STATS_LAUNCHER` to a launcher; `docker` is imported lazily (the only Docker SDK user)."""
+    """Maps `GMAIL_STATS_LAUNCHER` to a launcher; the Docker SDK is imported lazily."""
     if settings.launcher == "docker":
         try:
-            from viewer.launch.launch_docker import DockerLauncher
+            from viewer.launch.runner_launcher import DockerLauncher
         except ImportError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
         try:

@@ -1,16 +1,15 @@
-"""The `docker` launcher (the only Docker SDK user): runs go to a stack's two fixed runner containers.
+"""The Docker engine adapter (the only Docker SDK user): the client, its errors, a runner's state, and creating the
+stack's runners.
 
-The privileged entrypoint creates the runners (`provision_runners`, the only `create` call); the web process then
-only writes a request file and starts, kills, inspects or reads the logs of a runner by name, through the API filter.
+The privileged entrypoint creates the runners (`provision_runners`, the only `create` call); the web process's
+launcher (`viewer.launch.runner_launcher`) then only starts, kills, inspects or reads the logs of one by name.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,32 +20,18 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
 from viewer.launch.container_spec import (
-    OAUTH_CONTAINER_PORT,
     REQUESTS_DIR,
     ContainerSpec,
     DockerStack,
     Runners,
-    request_document,
-    request_token,
     runner_spec,
     stack_from_container,
-    started_unix,
 )
-from viewer.launch.launcher import (
-    CANCEL_GRACE_SECONDS,
-    LOG_TAIL_LINES,
-    LaunchCommand,
-    Launched,
-    LaunchError,
-    LaunchRequest,
-)
+from viewer.launch.launcher import LaunchCommand, LaunchError
 
 # Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
 RUNNERS_FILE = Path("/run/gmail-stats/runners.json")
-
-# A runner whose ingester has released the lock may still be exiting (interpreter shutdown): a launch waits.
-_EXIT_WAIT_SECONDS = 10.0
-_API_ERRORS = (DockerException, requests.exceptions.RequestException)
+API_ERRORS = (DockerException, requests.exceptions.RequestException)
 
 
 def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
@@ -72,11 +57,23 @@ def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
     }
 
 
+DockerClient = docker.DockerClient
+
+
+def runner_state(client: DockerClient, name: str) -> dict[str, Any] | None:
+    """The engine's `State` of a container, None when there is no such container."""
+    try:
+        state: dict[str, Any] = client.api.inspect_container(name)["State"]
+    except NotFound:
+        return None
+    return state
+
+
 def connect(*, timeout: int = 30) -> docker.DockerClient:
     """A client for the engine named by DOCKER_HOST (the viewer: its API filter), at the engine's API version."""
     try:
         return docker.from_env(version="auto", timeout=timeout)
-    except _API_ERRORS as exc:
+    except API_ERRORS as exc:
         raise LaunchError(
             f"cannot reach the Docker engine: {exc}",
             hint="the viewer needs /var/run/docker.sock mounted (see compose.yaml)",
@@ -109,7 +106,7 @@ def provision_own_stack(client: docker.DockerClient) -> Runners:
     passing on the allow-listed tuning variables of its environment."""
     try:
         own = client.api.inspect_container(socket.gethostname())
-    except _API_ERRORS as exc:
+    except API_ERRORS as exc:
         raise LaunchError(
             f"cannot find the viewer's own container: {exc}",
             hint="GMAIL_STATS_LAUNCHER=docker works inside the compose stack; use `process` elsewhere",
@@ -125,212 +122,18 @@ def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:
         client.api.remove_container(spec.name, force=True)
     except NotFound:
         pass
-    except _API_ERRORS as exc:
-        raise LaunchError(f"cannot replace the runner {spec.name}: {exc}", hint=_engine_hint(exc)) from exc
+    except API_ERRORS as exc:
+        raise LaunchError(f"cannot replace the runner {spec.name}: {exc}", hint=engine_hint(exc)) from exc
     try:
         client.containers.create(**create_kwargs(spec))
     except ImageNotFound as exc:
         raise LaunchError(f"the ingester image {spec.image} is missing", hint="build it: docker compose build") from exc
-    except _API_ERRORS as exc:
-        raise LaunchError(f"cannot create the runner {spec.name}: {exc}", hint=_engine_hint(exc)) from exc
+    except API_ERRORS as exc:
+        raise LaunchError(f"cannot create the runner {spec.name}: {exc}", hint=engine_hint(exc)) from exc
     return spec.name
 
 
-class DockerLauncher:
-    """Implements `viewer.launch.launcher.Launcher` on the runners; a `Launched.handle` is `NAME@STARTED_AT`."""
-
-    @classmethod
-    def from_settings(cls, settings: object) -> DockerLauncher:
-        """The launcher of the runners the entrypoint created (see `RUNNERS_FILE`); `settings` is not needed."""
-        try:
-            runners = Runners.from_json(RUNNERS_FILE.read_text())
-        except (OSError, ValueError, KeyError) as exc:
-            raise LaunchError(
-                f"no runner containers were created ({exc})",
-                hint="start the viewer with compose.yaml, which mounts the Docker socket for its entrypoint",
-            ) from exc
-        return cls(connect(), runners)
-
-    def __init__(self, client: docker.DockerClient, runners: Runners, *, clock: Callable[[], float] = time.time):
-        self._client = client
-        self._runners = runners
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._finished_logs: dict[str, list[str]] = {}
-        self._timers: list[threading.Timer] = []
-
-    @property
-    def runners(self) -> Runners:
-        return self._runners
-
-    def close(self) -> None:
-        """Stops pending SIGKILL timers, removes the stopped runners and closes the client.
-
-        A runner that is not running is removed (the engine refuses a running one: it goes on, and the next viewer
-        adopts it), so once the viewer stops nothing outside compose holds the stack's volumes and
-        `docker compose down --volumes` deletes the database; the next viewer's entrypoint creates them again."""
-        with self._lock:
-            timers, self._timers = self._timers, []
-        for timer in timers:
-            timer.cancel()
-            timer.join()
-        for name in (self._runners.import_name, self._runners.scan_name):
-            if name is not None:
-                with _ignoring_api_errors():
-                    # Exactly the query the API filter allows: never `force`, never the volumes.
-                    self._client.api.remove_container(name, v=False, link=False, force=False)
-        self._client.close()
-
-    def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
-        """The scan runner by its container name on the stack network (it listens on 0.0.0.0 there); a scan from
-        `make scan` runs in a container of its own, out of the viewer's reach."""
-        if launched is None:
-            raise LaunchError(
-                "this scan was started in a terminal, not from this page",
-                hint="paste the address in that terminal, where the scan waits for it",
-            )
-        return self._runners.name_for(LaunchCommand.SCAN), OAUTH_CONTAINER_PORT
-
-    def _request_path(self, command: LaunchCommand) -> Path:
-        return Path(self._runners.requests_dir) / f"{command}.json"
-
-    def _state(self, name: str) -> dict[str, Any] | None:
-        try:
-            state: dict[str, Any] = self._client.api.inspect_container(name)["State"]
-        except NotFound:
-            return None
-        return state
-
-    def launch(self, request: LaunchRequest) -> Launched:
-        name = self._runners.name_for(request.command)
-        path = self._request_path(request.command)
-        try:
-            self._wait_stopped(name)  # the lock is free: its last run may be only exiting (not under our lock)
-        except _API_ERRORS as exc:
-            raise LaunchError(f"cannot inspect the runner {name}: {exc}", hint=_engine_hint(exc)) from exc
-        # Checked again and started under the lock, which `_signal` holds too: a kill aimed at an earlier run of
-        # this runner can never land on the one started here.
-        with self._lock:
-            try:
-                state = self._state(name)
-                if state is None:
-                    raise LaunchError(f"the runner {name} is gone", hint="restart the viewer to create it again")
-                if state["Running"]:
-                    raise LaunchError(f"the runner {name} is still busy", hint="wait for its run to end")
-                _write_atomically(path, request_document(request, now=self._clock()))
-                self._client.api.start(name)
-                started = self._state(name)
-            except _API_ERRORS as exc:
-                path.unlink(missing_ok=True)
-                raise LaunchError(f"cannot start the runner {name}: {exc}", hint=_engine_hint(exc)) from exc
-            except OSError as exc:
-                raise LaunchError(f"cannot write the run request: {exc}", hint="check the requests volume") from exc
-        started_at = str((started or {}).get("StartedAt", ""))
-        return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
-
-    def _wait_stopped(self, name: str) -> None:
-        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
-        while (state := self._state(name)) is not None and state["Running"] and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    def _alive(self, handle: str) -> bool:
-        name, _, started_at = handle.partition("@")
-        state = self._state(name)
-        return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
-
-    def is_alive(self, launched: Launched) -> bool:
-        try:
-            return self._alive(launched.handle)
-        except _API_ERRORS:
-            return False
-
-    def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
-        if not self.is_alive(launched):
-            return
-        self._signal(launched, "SIGTERM")
-        timer = threading.Timer(grace_seconds, self._signal, args=(launched, "SIGKILL"))
-        timer.daemon = True
-        with self._lock:
-            self._timers = [t for t in self._timers if t.is_alive()] + [timer]
-        timer.start()
-
-    def _signal(self, launched: Launched, signal: str) -> None:
-        """Signals the runner only while it still runs this launch: checked and sent under the lock that `launch`
-        starts a run under, so a later run of the same container is never hit."""
-        with self._lock, _ignoring_api_errors():
-            if self._alive(launched.handle):
-                self._client.api.kill(launched.handle.partition("@")[0], signal=signal)
-
-    def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
-        name, _, started_at = launched.handle.partition("@")
-        with self._lock:
-            kept = self._finished_logs.get(launched.handle)
-        if kept is not None:
-            return kept[-lines:]
-        try:
-            state = self._state(name)
-            if state is None or state["StartedAt"] != started_at:
-                return []
-            return self._logs(name, started_at, lines)
-        except _API_ERRORS:
-            return []
-
-    def _logs(self, name: str, started_at: str, lines: int) -> list[str]:
-        # Only this run's lines (a runner's log spans its runs), from 1 s before StartedAt: a first line may precede it.
-        raw = self._client.api.logs(name, stdout=True, stderr=True, tail=lines, since=started_unix(started_at) - 1.0)
-        return bytes(raw).decode("utf-8", errors="replace").splitlines()[-lines:]
-
-    def adopt(self) -> list[Launched]:
-        """A runner still running from before this viewer started, with the token of the request that started it."""
-        adopted = []
-        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
-            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
-            with _ignoring_api_errors():
-                state = self._state(name) if name is not None else None
-                if state is None or not state["Running"]:
-                    continue
-                try:
-                    token = request_token(self._request_path(command).read_bytes())
-                except OSError:
-                    token = None
-                if token is not None:
-                    adopted.append(Launched(handle=f"{name}@{state['StartedAt']}", launch_token=token))
-        return adopted
-
-    def reap(self) -> None:
-        """For each stopped runner: keeps its last run's log lines for `log_tail` and deletes its spent request (a
-        runner started by anyone else then finds none and refuses to run)."""
-        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
-            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
-            with self._lock, _ignoring_api_errors():
-                state = self._state(name) if name is not None else None
-                if name is None or state is None or state["Running"]:
-                    continue
-                handle = f"{name}@{state['StartedAt']}"
-                if handle not in self._finished_logs and state["StartedAt"] != "0001-01-01T00:00:00Z":
-                    self._finished_logs[handle] = self._logs(name, state["StartedAt"], LOG_TAIL_LINES)
-                self._request_path(command).unlink(missing_ok=True)
-
-    def wait_for_exit(self, launched: Launched, *, timeout: float) -> bool:
-        """Polls until the run's container has stopped (for tests and benchmarks); True if it did within `timeout`."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.is_alive(launched):
-                return True
-            time.sleep(0.2)
-        return False
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Replaces the request file whole (readable by the runner, uid 10001 too), so a runner never reads half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
-
-
-def _engine_hint(exc: BaseException) -> str:
+def engine_hint(exc: BaseException) -> str:
     text = str(exc)
     if "port is already allocated" in text or "address already in use" in text:
         return "the OAuth callback port is in use: is `make scan` running in a terminal?"
@@ -342,9 +145,9 @@ def _engine_hint(exc: BaseException) -> str:
 
 
 @contextmanager
-def _ignoring_api_errors() -> Iterator[None]:
+def ignoring_api_errors() -> Iterator[None]:
     """Best-effort calls: the container may already be gone, or the engine busy."""
     try:
         yield
-    except _API_ERRORS:
+    except API_ERRORS:
         return

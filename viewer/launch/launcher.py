@@ -1,6 +1,7 @@
 """The launcher seam: how the viewer starts, cancels and inspects one-shot ingesters.
 
-Implementations: `launch_process` (child processes) and `launch_docker` (containers, the only Docker SDK user).
+Implementations: `launch_process` (child processes) and `runner_launcher` (containers, through `launch_docker`,
+the only Docker SDK user).
 A launcher never takes an image, mount, argv or environment from a request: only a `LaunchRequest`.
 """
 
@@ -13,7 +14,7 @@ from typing import Protocol
 from shared.accounts import DEFAULT_ACCOUNT
 from viewer.settings import ViewerSettings
 
-# The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for launch_docker's default.
+# The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for runner_launcher's default.
 CANCEL_GRACE_SECONDS: float = ViewerSettings.model_fields["cancel_grace_seconds"].default
 LOG_TAIL_LINES = 200
 
