@@ -24,6 +24,8 @@ from tests.polling import wait_for
 
 RUNNER = "gmstest-import-runner"
 SCAN = "gmstest-scan-runner"
+# The pools as the entrypoint passes them: each kind's runners, one alternation.
+POOLS = f"{RUNNER}|{RUNNER}-2|{SCAN}|{SCAN}-2"
 ENGINE_LINE = "    server engine /var/run/docker.sock"
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -111,8 +113,7 @@ def api_filter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Filter]:
     env = {
         "PATH": os.environ["PATH"],
         "GMAIL_STATS_FILTER_SOCKET": str(filter_socket),
-        "GMAIL_STATS_RUNNER_IMPORT": RUNNER,
-        "GMAIL_STATS_RUNNER_SCAN": SCAN,
+        "GMAIL_STATS_RUNNERS": POOLS,
     }
     log = tmp / "haproxy.log"
     with log.open("wb") as stderr:
@@ -150,6 +151,8 @@ START = f"/v1.41/containers/{RUNNER}/start"
         _request("GET", f"/v1.41/containers/{RUNNER}/json"),
         _request("POST", START, "Content-Length: 0"),  # what the Docker SDK (requests) sends without data
         _request("POST", f"/v1.41/containers/{SCAN}/stop?t=10"),
+        _request("POST", f"/v1.41/containers/{SCAN}-2/start"),
+        _request("GET", f"/v1.41/containers/{RUNNER}-2/logs?stderr=1&stdout=1&tail=200"),
         _request("POST", KILL + "?signal=SIGTERM", "Content-Length: 0"),
         _request("POST", KILL + "?signal=SIGKILL"),
         _request("POST", KILL),
@@ -171,6 +174,10 @@ def test_what_the_launcher_sends_gets_through(api_filter: Filter, raw: bytes) ->
         _request("POST", KILL + "?signal=sigstop"),
         _request("POST", KILL + "?signal=SIGTERM&signal=SIGSTOP"),
         _request("POST", KILL + "?signal=STOP"),
+        # A name outside the pools, or one that only begins or ends like a runner's.
+        _request("POST", f"/v1.41/containers/{RUNNER}-3/start"),
+        _request("POST", f"/v1.41/containers/{RUNNER}-22/start"),
+        _request("POST", f"/v1.41/containers/x{SCAN}/start"),
         # A body, whatever its framing.
         _request("POST", START, "Content-Length: 13", body=b'{"Binds":[1]}'),
         _request("POST", START, "Transfer-Encoding: chunked", body=b'd\r\n{"Binds":[1]}\r\n0\r\n\r\n'),

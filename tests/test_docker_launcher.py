@@ -53,10 +53,12 @@ class Stack:
         )
         self.launchers: list[DockerLauncher] = []
 
-    def provision(self, **environment: str) -> Runners:
+    def provision(self, *, per_kind: int = 2, **environment: str) -> Runners:
         client = connect()
         try:
-            return provision_runners(client, self.stack, environment=environment, requests_dir=str(self.requests))
+            return provision_runners(
+                client, self.stack, environment=environment, requests_dir=str(self.requests), per_kind=per_kind
+            )
         finally:
             client.close()
 
@@ -160,6 +162,34 @@ def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
         launcher.launch(LaunchRequest(LaunchCommand.ACCOUNT, launch_token=uuid.uuid4().hex, refresh="hourly"))
 
 
+def test_two_accounts_import_side_by_side_in_two_runners_each_exact(
+    stack: Stack, mbox_messages: list[GeneratedMessage]
+) -> None:
+    """Account `old`'s import is held mid-run (holding its own lock) while account `work`'s runs start to end in the
+    pool's second runner; then the first finishes. Each database has exactly its own file's counts."""
+    old_expected = write(stack, "old.mbox", mbox_messages)
+    work_expected = write(stack, "work.mbox", mbox_messages[:900])
+    runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
+    launcher = stack.launcher(runners)
+    old_request = LaunchRequest(LaunchCommand.IMPORT, uuid.uuid4().hex, import_path="old.mbox", account="old")
+    old = launcher.launch(old_request)
+    assert old.handle.startswith(f"{runners.imports[0]}@")
+    with paused(runners.imports[0]):  # mid-run, holding account old's lock, however long this takes
+        work_request = LaunchRequest(LaunchCommand.IMPORT, uuid.uuid4().hex, import_path="work.mbox", account="work")
+        work = launcher.launch(work_request)
+        assert work.handle.startswith(f"{runners.imports[1]}@") and launcher.is_alive(old)
+        assert launcher.wait_for_exit(work, timeout=120)
+        assert launcher.is_alive(old)  # still held: the two runs overlapped
+    assert launcher.wait_for_exit(old, timeout=180)
+    if os.geteuid() != 0:
+        pytest.skip("reads the runners' databases (uid 10001, mode 0600) from the host folder: needs root, as CI")
+    assert counts_of(stack.data / "stats.work.db") == work_expected
+    assert counts_of(stack.data / "stats.old.db") == old_expected
+    assert query(stack.data / "stats.old.db", "SELECT state, outcome FROM ingest_runs") == [("done", "complete")]
+    launcher.reap()
+    assert sorted(p.name for p in stack.requests.iterdir()) == []  # both spent requests deleted
+
+
 def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: Stack) -> None:
     (stack.imports / "link.mbox").symlink_to("/etc/passwd")
     launcher = stack.launcher(stack.provision())
@@ -249,18 +279,18 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
     stack: Stack, mbox_messages: list[GeneratedMessage]
 ) -> None:
     write(stack, "a.mbox", mbox_messages)
-    runners = stack.provision()
+    runners = stack.provision(per_kind=1)  # a pool of one, so that a second launch finds it busy
     before = stack.launcher(runners)
     launched = before.launch(request(import_path="a.mbox"))
     throttle(runners.import_name)
     stack.wait_state(launched, "running")
     before.close()  # the viewer restarts; provisioning leaves a running runner alone
-    assert stack.provision() == runners
+    assert stack.provision(per_kind=1) == runners
     after = stack.launcher(runners)
     assert after.adopt() == [launched]
     assert after.is_alive(launched)
     with paused(runners.import_name):  # still running after the launch's 10 s wait for an exiting runner
-        with pytest.raises(LaunchError, match="busy"):
+        with pytest.raises(LaunchError, match="all 1 import runners are busy"):
             after.launch(request(import_path="a.mbox"))
         after.cancel(launched)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"

@@ -12,8 +12,6 @@ from viewer.launch.container_spec import (
     DockerStack,
     MountSpec,
     Runners,
-    request_document,
-    request_token,
     runner_name,
     runner_spec,
     stack_from_container,
@@ -21,6 +19,7 @@ from viewer.launch.container_spec import (
 )
 from viewer.launch.launch_docker import create_kwargs
 from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
+from viewer.launch.runner_requests import request_document, request_token
 
 STACK = DockerStack(
     name="gmail-stats",
@@ -185,11 +184,32 @@ def test_import_paths_outside_the_import_folder_are_refused(path: str | None) ->
 
 
 def test_runners_round_trip_and_a_missing_scan_runner_says_why() -> None:
-    runners = Runners("s-import-runner", None, problem="no secrets folder")
+    runners = Runners(("s-import-runner", "s-import-runner-2"), (), problem="no secrets folder")
     assert Runners.from_json(runners.to_json()) == runners
-    assert runners.name_for(LaunchCommand.IMPORT) == "s-import-runner"
+    assert runners.names_for(LaunchCommand.IMPORT) == ("s-import-runner", "s-import-runner-2")
+    assert runners.request_path("s-import-runner-2") == "/requests/import-2.json"
     with pytest.raises(LaunchError, match="no secrets folder"):
-        runners.name_for(LaunchCommand.SCAN)
+        runners.names_for(LaunchCommand.SCAN)
+
+
+def test_a_pool_has_one_request_file_and_name_per_runner_and_only_its_first_scan_publishes_the_callback() -> None:
+    """Two accounts' runs side by side take two runners; the first of each kind keeps the name of before pools."""
+    second = runner_spec(STACK, LaunchCommand.SCAN, environment={}, slot=2)
+    first = runner_spec(STACK, LaunchCommand.SCAN, environment={})
+    assert (second.name, second.command, second.ports) == (
+        "gmail-stats-scan-runner-2",
+        ("run-request", "scan", "2"),
+        {},
+    )
+    assert (second.mounts, second.network, second.environment) == (first.mounts, first.network, first.environment)
+    assert runner_spec(STACK, LaunchCommand.IMPORT, environment={}, slot=3).command == ("run-request", "import", "3")
+    runners = Runners(("a-import-runner", "a-import-runner-2"), ("a-scan-runner", "a-scan-runner-2"))
+    assert [runners.request_path(name) for _, _, name in runners.slots()] == [
+        "/requests/import.json",
+        "/requests/import-2.json",
+        "/requests/scan.json",
+        "/requests/scan-2.json",
+    ]
 
 
 def test_started_at_is_read_with_its_fraction() -> None:

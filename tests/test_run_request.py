@@ -193,7 +193,20 @@ def test_expand_turns_a_request_into_the_fixed_command_line(imports: Path, tmp_p
         "--quiet",
     ]
     assert expand(["runs", "--json"], now=lambda: NOW) == ["runs", "--json"]
-    for bad in (["run-request"], ["run-request", "export"], ["run-request", "scan", "x"]):
+    # A runner further along the pool reads its own file, never the first runner's.
+    (requests / "scan-2.json").write_bytes(document(command="scan", import_path=None, resume_run_id=9))
+    assert expand(["run-request", "scan", "2"], now=lambda: NOW, requests_dir=requests, imports_dir=imports) == [
+        "scan",
+        "--resume",
+        "9",
+        "--launch-token",
+        TOKEN,
+        "--quiet",
+    ]
+    with pytest.raises(UsageError, match="no run request"):
+        expand(["run-request", "import", "2"], now=lambda: NOW, requests_dir=requests, imports_dir=imports)
+    slots = (["run-request", "scan", s] for s in ("x", "1", "0", "02", "100", "-2", "../scan", "2 "))
+    for bad in (["run-request"], ["run-request", "export"], *slots, ["run-request", "scan", "2", "3"]):
         with pytest.raises(UsageError):
             expand(bad, now=lambda: NOW, requests_dir=requests, imports_dir=imports)
     (requests / "scan.json").unlink()
@@ -285,8 +298,8 @@ def test_real_imports_against_a_name_swapped_in_a_loop_never_read_outside(tmp_pa
 
 def test_a_request_names_its_account_and_an_unattended_scan(tmp_path: Path) -> None:
     """What the viewer's Docker launcher writes for another account or a scheduled refresh, read back by a runner."""
-    from viewer.launch.container_spec import request_document
     from viewer.launch.launcher import LaunchCommand, LaunchRequest
+    from viewer.launch.runner_requests import request_document
 
     written = request_document(
         LaunchRequest(command=LaunchCommand.SCAN, launch_token=TOKEN, account="work", unattended=True), now=NOW

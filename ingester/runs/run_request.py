@@ -1,4 +1,4 @@
-"""A viewer's run request, read as untrusted input: the `run-request KIND` command of a runner container, and the
+"""A viewer's run request, read as untrusted input: the `run-request KIND [SLOT]` command of a runner container, and the
 confinement of an import path to the import folder (`--confine-to`) that both launchers ask for.
 
 Nothing here trusts the viewer: the request has a strict schema, and an import path must name a regular file under
@@ -31,6 +31,8 @@ _ACCOUNT_KEYS = frozenset({"account", "unattended"})
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _MAX_RUN_ID = 2**63 - 1
 _MAX_PATH = 1024
+# A runner's place in its kind's pool past the first (`run-request scan 2` reads `/requests/scan-2.json`).
+_SLOT = re.compile(r"^(?:[2-9]|[1-9][0-9])$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,13 +190,16 @@ def expand(
     requests_dir: Path = REQUESTS_DIR,
     imports_dir: Path = IMPORTS_DIR,
 ) -> list[str]:
-    """`run-request import|scan` becomes the command line its request asks for; any other argv is returned as is."""
+    """`run-request import|scan [SLOT]` becomes the command line its request asks for (the request of the runner
+    in that place of its kind's pool: `KIND.json` for the first, `KIND-SLOT.json` after it); any other argv is
+    returned as is."""
     if not argv or argv[0] != COMMAND:
         return list(argv)
-    if len(argv) != 2 or argv[1] not in ("import", "scan"):
-        raise UsageError(f"usage: gmail-stats {COMMAND} import|scan")
+    if len(argv) not in (2, 3) or argv[1] not in ("import", "scan") or not _SLOT.fullmatch((argv[2:] or ["2"])[0]):
+        raise UsageError(f"usage: gmail-stats {COMMAND} import|scan [2-99]")
     kind = argv[1]
-    request = parse_request(_read_request(requests_dir / f"{kind}.json"), kind=kind, now=now())
+    name = f"{kind}-{argv[2]}.json" if len(argv) == 3 else f"{kind}.json"
+    request = parse_request(_read_request(requests_dir / name), kind=kind, now=now())
     command = [kind]
     if request.import_path is not None:
         target = confine(imports_dir, imports_dir / request.import_path)

@@ -1,7 +1,11 @@
-"""The two runner containers of a stack (one for imports, one for scans), their names and request file, and the stack
-as read from a container's `docker inspect` data.
+"""The runner containers of a stack (a small pool of each kind: imports, scans), their names and request files, and
+the stack as read from a container's `docker inspect` data.
  Pure data, no Docker SDK: the privileged entrypoint (`viewer.launch.provision`) creates exactly these, the web process
 may only start, stop, inspect and read the logs of them (through the API filter), and a unit test pins them.
+
+A pool, not one runner per account: runners are created before any account can be added from the page, so each run
+takes the account from its request (`ingester.runs.run_request` validates it); two accounts' runs of one kind take
+two runners of the pool, and one account never runs two ingesters at once anyway (its lock).
 """
 
 from __future__ import annotations
@@ -15,8 +19,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from shared.accounts import DEFAULT_ACCOUNT
-from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
+from viewer.launch.launcher import LaunchCommand, LaunchError
 
 # Where things live inside an ingester container (the compose `ingester` service uses the same paths).
 DATA_DIR = "/data"
@@ -29,7 +32,8 @@ ROLE_LABEL = "gmail-stats.role"
 STACK_LABEL = "gmail-stats.stack"
 COMMAND_LABEL = "gmail-stats.command"
 INGESTER_ROLE = "ingester"
-REQUEST_VERSION = 1
+# Runners per kind: as many accounts as can import (or scan) at the same time from the page.
+RUNNERS_PER_KIND = 3
 # Container names: a compose project name (letters, digits, `_`, `-`) plus a suffix; also what the filter matches.
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -106,9 +110,10 @@ class ContainerSpec:
     user: str = "10001:10001"
 
 
-def runner_name(stack: str, command: LaunchCommand) -> str:
-    """The fixed name of a stack's runner container; the API filter allows exactly these two names."""
-    name = f"{stack}-{command}-runner"
+def runner_name(stack: str, command: LaunchCommand, slot: int = 1) -> str:
+    """The fixed name of one runner of a stack's pool (the first keeps the name of before pools); the API filter
+    allows exactly the pool's names."""
+    name = f"{stack}-{command}-runner" if slot == 1 else f"{stack}-{command}-runner-{slot}"
     if not _NAME.fullmatch(name):
         raise LaunchError(f"{stack!r} cannot name a container", hint="use a compose project name of a-z, 0-9, _ and -")
     return name
@@ -118,9 +123,17 @@ def _mount_type(source: str) -> Literal["volume", "bind"]:
     return "bind" if source.startswith("/") else "volume"
 
 
-def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapping[str, str]) -> ContainerSpec:
-    """The runner for one kind of run. An import gets no network, no secrets and no port; only the scan gets
-    `/secrets`, the stack's network (Google) and the OAuth callback port on the host's loopback."""
+def request_file(command: LaunchCommand, slot: int) -> str:
+    """The request file of one runner in `/requests` (`ingester.runs.run_request` reads the same name)."""
+    return f"{command}.json" if slot == 1 else f"{command}-{slot}.json"
+
+
+def runner_spec(
+    stack: DockerStack, command: LaunchCommand, *, environment: Mapping[str, str], slot: int = 1
+) -> ContainerSpec:
+    """One runner of a kind's pool. An import gets no network, no secrets and no port; only a scan gets `/secrets`
+    and the stack's network (Google), and only the first scan runner the OAuth callback port on the host's loopback
+    (one port: the others' consent completes by pasting the redirect address on the page)."""
     if stack.requests is None:
         raise LaunchError("the viewer's container has no /requests mount", hint="start the stack with compose.yaml")
     env = {k: v for k, v in sorted(environment.items()) if k in ENV_ALLOWLIST}
@@ -152,12 +165,13 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
                 "GMAIL_STATS_HOST_SECRETS": stack.secrets,
             }
         )
-        ports = {f"{OAUTH_CONTAINER_PORT}/tcp": (stack.oauth_host_ip, stack.oauth_host_port)}
+        if slot == 1:
+            ports = {f"{OAUTH_CONTAINER_PORT}/tcp": (stack.oauth_host_ip, stack.oauth_host_port)}
         network = stack.network
     return ContainerSpec(
         image=stack.image,
-        command=("run-request", str(command)),
-        name=runner_name(stack.name, command),
+        command=("run-request", str(command)) + ((str(slot),) if slot != 1 else ()),
+        name=runner_name(stack.name, command, slot),
         environment=env,
         labels={ROLE_LABEL: INGESTER_ROLE, STACK_LABEL: stack.name, COMMAND_LABEL: str(command)},
         mounts=tuple(mounts),
@@ -166,76 +180,62 @@ def runner_spec(stack: DockerStack, command: LaunchCommand, *, environment: Mapp
     )
 
 
-def _relative_import(import_path: str | None) -> str:
-    """The request's path inside the import folder, refused when it could leave it (the ingester checks again)."""
-    if not import_path:
-        raise LaunchError("an import needs a file", hint="choose a file from the import folder")
-    relative = PurePosixPath(import_path)
-    if relative.is_absolute() or ".." in relative.parts or "\x00" in import_path:
-        raise LaunchError(f"{import_path!r} is not inside the import folder", hint="choose a file it lists")
-    return relative.as_posix()
-
-
-def request_document(request: LaunchRequest, *, now: float) -> bytes:
-    """The run request file a runner reads (`ingester.runs.run_request` validates it as untrusted input)."""
-    is_import = request.command is LaunchCommand.IMPORT
-    document: dict[str, object] = {
-        "version": REQUEST_VERSION,
-        "command": str(request.command),
-        "import_path": _relative_import(request.import_path) if is_import else None,
-        "resume_run_id": int(request.resume_run_id) if request.resume_run_id is not None else None,
-        "launch_token": request.launch_token,
-        "written_at": round(now, 3),
-    }
-    if request.account != DEFAULT_ACCOUNT or request.unattended:  # absent: the default account, attended
-        document["account"] = request.account
-        document["unattended"] = request.unattended
-    return json.dumps(document, sort_keys=True).encode()
-
-
-def request_token(document: bytes) -> str | None:
-    """The launch token of a request this viewer wrote earlier (to own its run again after a restart)."""
-    try:
-        token = json.loads(document).get("launch_token")
-    except (ValueError, AttributeError):
-        return None
-    return token if isinstance(token, str) else None
-
-
 @dataclass(frozen=True, slots=True)
 class Runners:
-    """What the web process knows of the runners: their names (None: not created) and where requests go."""
+    """What the web process knows of the runners: each kind's pool by name (no scan runners: not created) and where
+    requests go."""
 
-    import_name: str
-    scan_name: str | None
+    imports: tuple[str, ...]
+    scans: tuple[str, ...] = ()
     requests_dir: str = REQUESTS_DIR
-    problem: str | None = None  # why the scan runner is missing
+    problem: str | None = None  # why there are no scan runners
 
-    def name_for(self, command: LaunchCommand) -> str:
-        if command is LaunchCommand.ACCOUNT:  # the two runners run `import` and `scan` requests only
+    @property
+    def import_name(self) -> str:
+        return self.imports[0]
+
+    @property
+    def scan_name(self) -> str | None:
+        return self.scans[0] if self.scans else None
+
+    def names_for(self, command: LaunchCommand) -> tuple[str, ...]:
+        if command is LaunchCommand.ACCOUNT:  # the runners run `import` and `scan` requests only
             raise LaunchError(
                 "under Docker, account settings are changed on the host",
                 hint="run `make account ACCOUNT=NAME REFRESH=hourly` (or ADDRESS=you@gmail.com)",
             )
-        name = self.import_name if command is LaunchCommand.IMPORT else self.scan_name
-        if name is None:
+        names = self.imports if command is LaunchCommand.IMPORT else self.scans
+        if not names:
             raise LaunchError(
                 f"there is no {command} runner: {self.problem or 'it was not created'}",
                 hint="create the secrets folder named in .env, then `docker compose up -d --force-recreate viewer`",
             )
-        return name
+        return names
+
+    def slots(self) -> list[tuple[LaunchCommand, int, str]]:
+        """Every runner: its kind, its place in the pool (from 1) and its name."""
+        return [
+            (command, slot, name)
+            for command, names in ((LaunchCommand.IMPORT, self.imports), (LaunchCommand.SCAN, self.scans))
+            for slot, name in enumerate(names, start=1)
+        ]
+
+    def request_path(self, name: str) -> str:
+        """Where the runner `name` reads its request."""
+        ((command, slot),) = [(c, s) for c, s, n in self.slots() if n == name]
+        return str(PurePosixPath(self.requests_dir) / request_file(command, slot))
 
     def to_json(self) -> str:
         return json.dumps(
-            {"import": self.import_name, "scan": self.scan_name, "requests": self.requests_dir, "problem": self.problem}
+            {"imports": self.imports, "scans": self.scans, "requests": self.requests_dir, "problem": self.problem}
         )
 
     @classmethod
     def from_json(cls, text: str) -> Runners:
         data = json.loads(text)
         return cls(
-            import_name=str(data["import"]),
-            scan_name=data.get("scan"),
+            imports=tuple(str(name) for name in data["imports"]),
+            scans=tuple(str(name) for name in data.get("scans") or ()),
             requests_dir=str(data.get("requests") or REQUESTS_DIR),
             problem=data.get("problem"),
         )

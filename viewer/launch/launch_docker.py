@@ -21,6 +21,7 @@ from docker.types import Mount
 
 from viewer.launch.container_spec import (
     REQUESTS_DIR,
+    RUNNERS_PER_KIND,
     ContainerSpec,
     DockerStack,
     Runners,
@@ -81,24 +82,29 @@ def connect(*, timeout: int = 30) -> docker.DockerClient:
 
 
 def provision_runners(
-    client: docker.DockerClient, stack: DockerStack, *, environment: Mapping[str, str], requests_dir: str
+    client: docker.DockerClient,
+    stack: DockerStack,
+    *,
+    environment: Mapping[str, str],
+    requests_dir: str,
+    per_kind: int = RUNNERS_PER_KIND,
 ) -> Runners:
-    """Creates (not starts) the stack's import and scan runners, replacing stopped ones so they match this image;
-    a running one is left alone for the web process to own again. A scan runner whose secrets folder is missing is
-    skipped: imports never need it."""
-    names: dict[LaunchCommand, str | None] = {}
+    """Creates (not starts) the stack's pools of import and scan runners, replacing stopped ones so they match this
+    image; a running one is left alone for the web process to own again. The scan runners are skipped when their
+    secrets folder is missing: imports never need it."""
+    pools: dict[LaunchCommand, tuple[str, ...]] = {}
     problem = None
     for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
         try:
-            spec = runner_spec(stack, command, environment=environment)
-            names[command] = _create_runner(client, spec)
+            pools[command] = tuple(
+                _create_runner(client, runner_spec(stack, command, environment=environment, slot=slot))
+                for slot in range(1, per_kind + 1)
+            )
         except LaunchError as exc:
             if command is LaunchCommand.IMPORT:
                 raise
-            names[command], problem = None, f"{exc} ({exc.hint})"
-    import_name = names[LaunchCommand.IMPORT]
-    assert import_name is not None
-    return Runners(import_name, names[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
+            pools[command], problem = (), f"{exc} ({exc.hint})"
+    return Runners(pools[LaunchCommand.IMPORT], pools[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
 
 
 def provision_own_stack(client: docker.DockerClient) -> Runners:

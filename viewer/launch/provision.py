@@ -1,7 +1,7 @@
 """`python -m viewer.launch.provision`: the viewer entrypoint's one privileged step, before any untrusted input is read.
 
-Run as root with the engine's socket: finds this container's stack, creates its two runner containers, writes their
-names for the web process and prints them for the API filter. The web process itself can never create a container.
+Run as root with the engine's socket: finds this container's stack, creates its pools of runner containers, writes
+their names for the web process and prints them for the API filter. The web process itself can never create a container.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ def main() -> int:
         return 1
     RUNNERS_FILE.write_text(runners.to_json())
     if runners.problem:
-        sys.stderr.write(f"viewer-entrypoint: no scan runner: {runners.problem}\n")
-    # For the filter's allow-list; a missing scan runner is a name nothing can match.
-    sys.stdout.write(f"{runners.import_name} {runners.scan_name or runners.import_name}\n")
+        sys.stderr.write(f"viewer-entrypoint: no scan runners: {runners.problem}\n")
+    # The filter's allow-list: the names as one alternation (container names hold no other regex character).
+    sys.stdout.write("|".join(name for _, _, name in runners.slots()) + "\n")
     return 0
 
 

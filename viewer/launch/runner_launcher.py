@@ -1,7 +1,8 @@
-"""The `docker` launcher: runs go to a stack's two fixed runner containers (`launch_docker` is its engine adapter).
+"""The `docker` launcher: each run goes to a free runner of its kind's pool (`launch_docker` is its engine adapter).
 
 The privileged entrypoint creates the runners (`viewer.launch.provision`); the web process then only writes a request
-file and starts, kills, inspects or reads the logs of a runner by name, through the API filter.
+file and starts, kills, inspects or reads the logs of a runner by name, through the API filter. Two accounts' runs of
+one kind take two runners; the request names the account.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, request_document, request_token, started_unix
+from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, started_unix
 from viewer.launch.launch_docker import (
     API_ERRORS,
     RUNNERS_FILE,
@@ -26,13 +27,14 @@ from viewer.launch.launch_docker import (
 from viewer.launch.launcher import (
     CANCEL_GRACE_SECONDS,
     LOG_TAIL_LINES,
-    LaunchCommand,
     Launched,
     LaunchError,
     LaunchRequest,
 )
+from viewer.launch.runner_requests import request_document, request_token
 
-# A runner whose ingester has released the lock may still be exiting (interpreter shutdown): a launch waits.
+# Every runner of a kind busy: one whose ingester has released its lock may be only exiting (interpreter shutdown),
+# so a launch waits this long for one to stop.
 _EXIT_WAIT_SECONDS = 10.0
 
 
@@ -74,60 +76,69 @@ class DockerLauncher:
         for timer in timers:
             timer.cancel()
             timer.join()
-        for name in (self._runners.import_name, self._runners.scan_name):
-            if name is not None:
-                with ignoring_api_errors():
-                    # Exactly the query the API filter allows: never `force`, never the volumes.
-                    self._client.api.remove_container(name, v=False, link=False, force=False)
+        for _, _, name in self._runners.slots():
+            with ignoring_api_errors():
+                # Exactly the query the API filter allows: never `force`, never the volumes.
+                self._client.api.remove_container(name, v=False, link=False, force=False)
         self._client.close()
 
     def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
-        """The scan runner by its container name on the stack network (it listens on 0.0.0.0 there); a scan from
+        """The scan's runner by its container name on the stack network (it listens on 0.0.0.0 there); a scan from
         `make scan` runs in a container of its own, out of the viewer's reach."""
-        if launched is None:
+        name = launched.handle.partition("@")[0] if launched is not None else None
+        if name is None or name not in self._runners.scans:
             raise LaunchError(
                 "this scan was started in a terminal, not from this page",
                 hint="paste the address in that terminal, where the scan waits for it",
             )
-        return self._runners.name_for(LaunchCommand.SCAN), OAUTH_CONTAINER_PORT
+        return name, OAUTH_CONTAINER_PORT
 
-    def _request_path(self, command: LaunchCommand) -> Path:
-        return Path(self._runners.requests_dir) / f"{command}.json"
+    def _request_path(self, name: str) -> Path:
+        return Path(self._runners.request_path(name))
 
     def _state(self, name: str) -> dict[str, Any] | None:
         return runner_state(self._client, name)
 
     def launch(self, request: LaunchRequest) -> Launched:
-        name = self._runners.name_for(request.command)
-        path = self._request_path(request.command)
-        try:
-            self._wait_stopped(name)  # the lock is free: its last run may be only exiting (not under our lock)
-        except API_ERRORS as exc:
-            raise LaunchError(f"cannot inspect the runner {name}: {exc}", hint=engine_hint(exc)) from exc
-        # Checked again and started under the lock, which `_signal` holds too: a kill aimed at an earlier run of
-        # this runner can never land on the one started here.
+        names = self._runners.names_for(request.command)
+        # An attended scan takes the first free runner (the one publishing the consent port), a refresh the last.
+        order = names[::-1] if request.unattended else names
+        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
+        while (started := self._start_free(order, request)) is None:
+            if time.monotonic() > deadline:
+                raise LaunchError(
+                    f"all {len(names)} {request.command} runners are busy with other accounts' runs",
+                    hint="wait for one of them to end",
+                )
+            time.sleep(0.1)
+        return started
+
+    def _start_free(self, names: tuple[str, ...], request: LaunchRequest) -> Launched | None:
+        """Starts the first of `names` that is not running, None when all are. Chosen and started under the lock,
+        which `_signal` holds too: a kill aimed at an earlier run of a runner can never land on the one started
+        here, and two accounts launching at once never pick the same runner."""
         with self._lock:
+            name = None
             try:
-                state = self._state(name)
-                if state is None:
-                    raise LaunchError(f"the runner {name} is gone", hint="restart the viewer to create it again")
-                if state["Running"]:
-                    raise LaunchError(f"the runner {name} is still busy", hint="wait for its run to end")
-                _write_atomically(path, request_document(request, now=self._clock()))
+                states = {candidate: self._state(candidate) for candidate in names}
+                if all(state is None for state in states.values()):
+                    raise LaunchError(f"the runner {names[0]} is gone", hint="restart the viewer to create it again")
+                free = [candidate for candidate, state in states.items() if state is not None and not state["Running"]]
+                if not free:
+                    return None
+                name = free[0]
+                _write_atomically(self._request_path(name), request_document(request, now=self._clock()))
                 self._client.api.start(name)
                 started = self._state(name)
             except API_ERRORS as exc:
-                path.unlink(missing_ok=True)
+                if name is None:
+                    raise LaunchError(f"cannot inspect the runners: {exc}", hint=engine_hint(exc)) from exc
+                self._request_path(name).unlink(missing_ok=True)
                 raise LaunchError(f"cannot start the runner {name}: {exc}", hint=engine_hint(exc)) from exc
             except OSError as exc:
                 raise LaunchError(f"cannot write the run request: {exc}", hint="check the requests volume") from exc
         started_at = str((started or {}).get("StartedAt", ""))
         return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
-
-    def _wait_stopped(self, name: str) -> None:
-        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
-        while (state := self._state(name)) is not None and state["Running"] and time.monotonic() < deadline:
-            time.sleep(0.1)
 
     def _alive(self, handle: str) -> bool:
         name, _, started_at = handle.partition("@")
@@ -177,16 +188,16 @@ class DockerLauncher:
         return bytes(raw).decode("utf-8", errors="replace").splitlines()[-lines:]
 
     def adopt(self) -> list[Launched]:
-        """A runner still running from before this viewer started, with the token of the request that started it."""
+        """The runners still running from before this viewer started, with the tokens of the requests that started
+        them."""
         adopted = []
-        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
-            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
+        for _, _, name in self._runners.slots():
             with ignoring_api_errors():
-                state = self._state(name) if name is not None else None
+                state = self._state(name)
                 if state is None or not state["Running"]:
                     continue
                 try:
-                    token = request_token(self._request_path(command).read_bytes())
+                    token = request_token(self._request_path(name).read_bytes())
                 except OSError:
                     token = None
                 if token is not None:
@@ -196,16 +207,15 @@ class DockerLauncher:
     def reap(self) -> None:
         """For each stopped runner: keeps its last run's log lines for `log_tail` and deletes its spent request (a
         runner started by anyone else then finds none and refuses to run)."""
-        for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
-            name = self._runners.import_name if command is LaunchCommand.IMPORT else self._runners.scan_name
+        for _, _, name in self._runners.slots():
             with self._lock, ignoring_api_errors():
-                state = self._state(name) if name is not None else None
-                if name is None or state is None or state["Running"]:
+                state = self._state(name)
+                if state is None or state["Running"]:
                     continue
                 handle = f"{name}@{state['StartedAt']}"
                 if handle not in self._finished_logs and state["StartedAt"] != "0001-01-01T00:00:00Z":
                     self._finished_logs[handle] = self._logs(name, state["StartedAt"], LOG_TAIL_LINES)
-                self._request_path(command).unlink(missing_ok=True)
+                self._request_path(name).unlink(missing_ok=True)
 
     def wait_for_exit(self, launched: Launched, *, timeout: float) -> bool:
         """Polls until the run's container has stopped (for tests and benchmarks); True if it did within `timeout`."""
