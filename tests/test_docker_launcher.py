@@ -158,8 +158,16 @@ def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
     work_db = stack.data / "stats.old.db"
     assert counts_of(work_db) == expected and not stack.db.exists()  # the default account was never touched
     assert query(work_db, "SELECT state FROM ingest_runs") == [("done",)]
-    with pytest.raises(LaunchError, match="account settings are changed on the host"):
-        launcher.launch(LaunchRequest(LaunchCommand.ACCOUNT, launch_token=uuid.uuid4().hex, refresh="hourly"))
+    # The page's settings change runs `gmail-stats account` in an import runner (no network, no secrets needed).
+    changed = launcher.launch(
+        LaunchRequest(
+            LaunchCommand.ACCOUNT, uuid.uuid4().hex, account="old", refresh="hourly", address="Old.Me@gmail.com"
+        )
+    )
+    assert launcher.wait_for_exit(changed, timeout=60)
+    assert container_state(changed.handle.partition("@")[0])["ExitCode"] == 0
+    settings = dict(query(work_db, "SELECT key, value FROM sync_state WHERE key IN ('refresh', 'gmail_address')"))
+    assert settings == {"refresh": "hourly", "gmail_address": "old.me@gmail.com"}
 
 
 def test_two_accounts_import_side_by_side_in_two_runners_each_exact(

@@ -183,6 +183,26 @@ def test_import_paths_outside_the_import_folder_are_refused(path: str | None) ->
         request_document(request, now=0.0)
 
 
+def test_a_settings_change_is_an_account_request_for_an_import_runner() -> None:
+    request = LaunchRequest(LaunchCommand.ACCOUNT, launch_token="ab" * 16, account="old", refresh="hourly")
+    assert json.loads(request_document(request, now=2.0)) == {
+        "version": 1,
+        "command": "account",
+        "import_path": None,
+        "resume_run_id": None,
+        "launch_token": "ab" * 16,
+        "written_at": 2.0,
+        "account": "old",
+        "unattended": False,
+        "refresh": "hourly",
+        "address": None,
+    }
+    assert Runners(("a-import-runner",), ("a-scan-runner",)).names_for(LaunchCommand.ACCOUNT) == ("a-import-runner",)
+    for bad in (LaunchRequest(LaunchCommand.ACCOUNT, "t"), LaunchRequest(LaunchCommand.ACCOUNT, "t", refresh="weekly")):
+        with pytest.raises(LaunchError):
+            request_document(bad, now=0.0)
+
+
 def test_runners_round_trip_and_a_missing_scan_runner_says_why() -> None:
     runners = Runners(("s-import-runner", "s-import-runner-2"), (), problem="no secrets folder")
     assert Runners.from_json(runners.to_json()) == runners

@@ -326,3 +326,67 @@ def test_a_request_names_its_account_and_an_unattended_scan(tmp_path: Path) -> N
     ):
         with pytest.raises(UsageError):
             parse_request(bad, kind=json.loads(bad)["command"], now=NOW)
+
+
+def settings_document(**changes: object) -> bytes:
+    base: dict[str, object] = {"command": "account", "import_path": None, "account": "old", "unattended": False}
+    return document(**{"refresh": "hourly", "address": None, **base, **changes})
+
+
+def test_an_import_runner_runs_a_settings_change_from_the_page(tmp_path: Path) -> None:
+    """Under Docker the page's refresh or address change runs `gmail-stats account` in an import runner."""
+    from viewer.launch.launcher import LaunchCommand, LaunchRequest
+    from viewer.launch.runner_requests import request_document
+
+    written = request_document(
+        LaunchRequest(LaunchCommand.ACCOUNT, launch_token=TOKEN, account="old", address="-old.me@gmail.com"), now=NOW
+    )
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    (requests / "import-2.json").write_bytes(written)
+    assert expand(["run-request", "import", "2"], now=lambda: NOW, requests_dir=requests) == [
+        "account",
+        "--account",
+        "old",
+        "--address=-old.me@gmail.com",  # one word: an address may start with `-`
+        "--quiet",
+    ]
+    request = parse_request(settings_document(account="default", refresh="daily"), kind="import", now=NOW)
+    assert (request.command, request.account, request.refresh, request.address) == ("account", "default", "daily", None)
+    (requests / "import.json").write_bytes(settings_document(account="default", refresh="off"))
+    assert expand(["run-request", "import"], now=lambda: NOW, requests_dir=requests) == [
+        "account",
+        "--refresh",
+        "off",
+        "--quiet",
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        settings_document(refresh=None),  # changes nothing
+        settings_document(refresh="weekly"),
+        settings_document(refresh=1),
+        settings_document(address="not an address"),
+        settings_document(address="a@b --list"),
+        settings_document(address=["a@b.c"]),
+        settings_document(account="../x"),
+        settings_document(unattended=True),
+        settings_document(import_path="a.mbox"),
+        settings_document(resume_run_id=3),
+        settings_document(address="DROP"),
+        settings_document(extra=1),
+        settings_document(launch_token="x"),
+        settings_document(written_at=NOW - 3600),
+        settings_document(version=2),
+    ],
+)
+def test_a_bad_settings_change_is_refused(data: bytes) -> None:
+    with pytest.raises(UsageError):
+        parse_request(data, kind="import", now=NOW)
+
+
+def test_a_scan_runner_never_runs_a_settings_change() -> None:
+    with pytest.raises(UsageError):
+        parse_request(settings_document(), kind="scan", now=NOW)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from shared.account_store import is_address
 from shared.accounts import DEFAULT_ACCOUNT, is_name
 from shared.errors import InputFileError, UsageError
 
@@ -28,6 +29,9 @@ MAX_REQUEST_AGE_SECONDS = 300.0
 _KEYS = frozenset({"version", "command", "import_path", "resume_run_id", "launch_token", "written_at"})
 # Written only for another account than the default, or an unattended scan (a scheduled refresh).
 _ACCOUNT_KEYS = frozenset({"account", "unattended"})
+# An `account` request (a settings change from the page, run by an import runner) has them all, and these two.
+_SETTING_KEYS = frozenset({"refresh", "address"})
+_REFRESH = ("off", "hourly", "daily")
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _MAX_RUN_ID = 2**63 - 1
 _MAX_PATH = 1024
@@ -37,12 +41,14 @@ _SLOT = re.compile(r"^(?:[2-9]|[1-9][0-9])$")
 
 @dataclass(frozen=True, slots=True)
 class RunRequest:
-    command: str  # "import" or "scan"
+    command: str  # "import", "scan" or "account" (an import runner's settings change)
     launch_token: str
     import_path: str | None  # relative to the import folder, `/` separators
     resume_run_id: int | None
     account: str = DEFAULT_ACCOUNT
     unattended: bool = False
+    refresh: str | None = None  # account: the new refresh interval
+    address: str | None = None  # account: the Gmail address
 
 
 def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
@@ -53,7 +59,11 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
     except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
         raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
-    if not isinstance(document, dict) or set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
+    if not isinstance(document, dict):
+        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
+    if kind == "import" and document.get("command") == "account":
+        return _parse_settings(document, now=now)
+    if set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
         raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
     account = document.get("account", DEFAULT_ACCOUNT)
     unattended = document.get("unattended", False)
@@ -64,16 +74,7 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
     # `type(…) is int`: JSON's `true` and `1.0` compare equal to 1 in Python, and are not version 1.
     if type(document["version"]) is not int or document["version"] != REQUEST_VERSION or document["command"] != kind:
         raise UsageError(f"this runner runs version {REQUEST_VERSION} `{kind}` requests only")
-    token = document["launch_token"]
-    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
-        raise UsageError("the run request's launch_token must be 32 lowercase hex digits")
-    written = document["written_at"]
-    if (
-        isinstance(written, bool)
-        or not isinstance(written, int | float)
-        or not -60 < now - written < MAX_REQUEST_AGE_SECONDS
-    ):
-        raise UsageError("the run request is stale (or from the future); the viewer writes a new one per launch")
+    token = _checked_token(document, now=now)
     resume = document["resume_run_id"]
     if resume is not None and (
         isinstance(resume, bool) or not isinstance(resume, int) or not 0 < resume <= _MAX_RUN_ID
@@ -97,6 +98,42 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         account=account,
         unattended=unattended,
     )
+
+
+def _checked_token(document: dict[str, object], *, now: float) -> str:
+    """The request's launch token, once its token and its age are checked."""
+    token = document["launch_token"]
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise UsageError("the run request's launch_token must be 32 lowercase hex digits")
+    written = document["written_at"]
+    if (
+        isinstance(written, bool)
+        or not isinstance(written, int | float)
+        or not -60 < now - written < MAX_REQUEST_AGE_SECONDS
+    ):
+        raise UsageError("the run request is stale (or from the future); the viewer writes a new one per launch")
+    return token
+
+
+def _parse_settings(document: dict[str, object], *, now: float) -> RunRequest:
+    """An `account` request: an account's new refresh interval and/or Gmail address, and nothing to import."""
+    if set(document) != _KEYS | _ACCOUNT_KEYS | _SETTING_KEYS:
+        raise UsageError(f"an account request has exactly the keys {sorted(_KEYS | _ACCOUNT_KEYS | _SETTING_KEYS)}")
+    if type(document["version"]) is not int or document["version"] != REQUEST_VERSION:
+        raise UsageError(f"this runner runs version {REQUEST_VERSION} requests only")
+    account, refresh, address = document["account"], document["refresh"], document["address"]
+    if not isinstance(account, str) or not is_name(account):
+        raise UsageError("the run request's account must be an account name (1-32 of a-z, 0-9, _ and -)")
+    if (document["import_path"], document["resume_run_id"], document["unattended"]) != (None, None, False):
+        raise UsageError("an account request has no import_path or resume_run_id and is never unattended")
+    if refresh is not None and refresh not in _REFRESH:
+        raise UsageError(f"the run request's refresh must be one of {', '.join(_REFRESH)} or null")
+    if address is not None and (not isinstance(address, str) or not is_address(address.strip())):
+        raise UsageError("the run request's address must be an email address or null")
+    if refresh is None and address is None:
+        raise UsageError("an account request changes the refresh interval, the address or both")
+    token = _checked_token(document, now=now)
+    return RunRequest("account", token, None, None, account=account, refresh=refresh, address=address)
 
 
 def _relative_parts(path: str) -> tuple[str, ...]:
@@ -200,14 +237,18 @@ def expand(
     kind = argv[1]
     name = f"{kind}-{argv[2]}.json" if len(argv) == 3 else f"{kind}.json"
     request = parse_request(_read_request(requests_dir / name), kind=kind, now=now())
+    named = ["--account", request.account] if request.account != DEFAULT_ACCOUNT else []
+    if request.command == "account":
+        refresh = ["--refresh", request.refresh] if request.refresh is not None else []
+        address = [f"--address={request.address}"] if request.address is not None else []  # may start with `-`
+        return ["account", *named, *refresh, *address, "--quiet"]
     command = [kind]
     if request.import_path is not None:
         target = confine(imports_dir, imports_dir / request.import_path)
         command += [str(target), "--confine-to", str(imports_dir)]
     if request.resume_run_id is not None:
         command += ["--resume", str(request.resume_run_id)]
-    if request.account != DEFAULT_ACCOUNT:
-        command += ["--account", request.account]
+    command += named
     if request.unattended:
         command.append("--unattended")
     return [*command, "--launch-token", request.launch_token, "--quiet"]

@@ -199,12 +199,9 @@ class Runners:
         return self.scans[0] if self.scans else None
 
     def names_for(self, command: LaunchCommand) -> tuple[str, ...]:
-        if command is LaunchCommand.ACCOUNT:  # the runners run `import` and `scan` requests only
-            raise LaunchError(
-                "under Docker, account settings are changed on the host",
-                hint="run `make account ACCOUNT=NAME REFRESH=hourly` (or ADDRESS=you@gmail.com)",
-            )
-        names = self.imports if command is LaunchCommand.IMPORT else self.scans
+        """The pool a request runs in: a settings change (`account`) in the import runners, which write the data
+        volume and need nothing else (no network, no secrets)."""
+        names = self.scans if command is LaunchCommand.SCAN else self.imports
         if not names:
             raise LaunchError(
                 f"there is no {command} runner: {self.problem or 'it was not created'}",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
-from shared.accounts import DEFAULT_ACCOUNT
+from shared.accounts import DEFAULT_ACCOUNT, Refresh
 from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 REQUEST_VERSION = 1
@@ -25,6 +25,8 @@ def _relative_import(import_path: str | None) -> str:
 
 def request_document(request: LaunchRequest, *, now: float) -> bytes:
     """The run request file a runner reads (`ingester.runs.run_request` validates it as untrusted input)."""
+    if request.command is LaunchCommand.ACCOUNT:
+        return _settings_document(request, now=now)
     is_import = request.command is LaunchCommand.IMPORT
     document: dict[str, object] = {
         "version": REQUEST_VERSION,
@@ -37,6 +39,29 @@ def request_document(request: LaunchRequest, *, now: float) -> bytes:
     if request.account != DEFAULT_ACCOUNT or request.unattended:  # absent: the default account, attended
         document["account"] = request.account
         document["unattended"] = request.unattended
+    return json.dumps(document, sort_keys=True).encode()
+
+
+def _settings_document(request: LaunchRequest, *, now: float) -> bytes:
+    """An `account` request (run by an import runner): the account's new refresh interval and/or address."""
+    if request.refresh is None and request.address is None:
+        raise LaunchError("a settings change needs a refresh interval or an address", hint="choose one")
+    try:
+        refresh = str(Refresh(request.refresh)) if request.refresh is not None else None
+    except ValueError:
+        raise LaunchError(f"{request.refresh!r} is no refresh interval", hint="off, hourly or daily") from None
+    document = {
+        "version": REQUEST_VERSION,
+        "command": str(LaunchCommand.ACCOUNT),
+        "import_path": None,
+        "resume_run_id": None,
+        "launch_token": request.launch_token,
+        "written_at": round(now, 3),
+        "account": request.account,
+        "unattended": False,
+        "refresh": refresh,
+        "address": request.address,
+    }
     return json.dumps(document, sort_keys=True).encode()
 
 
