@@ -8,8 +8,11 @@ from pathlib import Path
 
 import httpx
 
+from tests.conftest import ingester_env
 from tests.net import free_port
 from tests.scan_support import fake_google, last_run, runs, wait_for
+from tests.viewer_support import csrf_headers, make_settings, viewer
+from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
 
 
 def test_a_second_accounts_consent_names_the_account_whose_consent_holds_the_port(tmp_path: Path) -> None:
@@ -72,3 +75,37 @@ def test_the_listener_answers_whose_consent_it_is(tmp_path: Path) -> None:
         finally:
             first.terminate()
             first.communicate(timeout=60)
+
+
+def test_the_page_shows_that_line_for_a_scan_it_launched(tmp_path: Path) -> None:
+    """A scan of account b started from the page, while the default account's consent waits in a terminal: its
+    run ends `failed/auth_required` with that line as the error the page's run banner shows."""
+    with fake_google(tmp_path, 20, tokens=False) as g:
+        g.add_account("b", 10, seed=5, address="b@example.com")
+        g.tokens.with_name("tokencache.b.json").unlink()
+        port = str(free_port())
+        settings = make_settings(tmp_path, db=g.db)
+        settings.import_dir.mkdir()
+        env = ingester_env(**g.env(GMAIL_STATS_OAUTH_PORT=port, GMAIL_STATS_AUTH_TIMEOUT="600"))
+        launcher = ProcessLauncher(
+            ingest_command=default_ingest_command(), db_path=g.db, import_dir=settings.import_dir, environ=env
+        )
+        first = g.popen(GMAIL_STATS_OAUTH_PORT=port)
+        try:
+            wait_for(lambda: (run := last_run(g.db)) and run["state"] == "awaiting_auth", timeout=60)
+            with viewer(settings, launcher=launcher) as client:
+                started = client.post(
+                    "/api/runs", params={"account": "b"}, json={"source": "gmail_api"}, headers=csrf_headers(client)
+                )
+                assert started.status_code == 202, started.text
+
+                def ended() -> dict[str, object] | None:
+                    last = client.get("/api/status", params={"account": "b"}).json()["last_run"]
+                    return last if last and last["state"] == "failed" else None
+
+                failed = wait_for(ended, timeout=60, what="account b's scan ends")
+        finally:
+            first.terminate()
+            first.communicate(timeout=60)
+        assert failed["error_kind"] == "auth_required"
+        assert str(failed["error"]).startswith(f"account default's consent is pending on 127.0.0.1:{port}")
