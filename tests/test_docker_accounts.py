@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.dockerenv import chown_to_ingester, docker, ensure_image, wait_for
+from tests.dockerenv import chown_to_ingester, docker, ensure_image, wait_for, wait_until_host_port_free
 from tests.factories import generate_messages, write_mbox
+from tests.net import free_port
 from tests.test_docker_stack import Stack
 
 pytestmark = pytest.mark.docker
@@ -51,9 +52,12 @@ WORK_COUNT, WORK_SEED = 200, 23
 
 
 @pytest.fixture
-def accounts_stack(tmp_path: Path) -> Iterator[Stack]:
+def accounts_stack(tmp_path: Path) -> Iterator[tuple[Stack, int]]:
+    """The stack, and the host port of the fake's consent page (for the test's "browser")."""
+    wait_until_host_port_free(8765, why="the first scan runner publishes the consent callback there")
     ensure_image()
     made = Stack(tmp_path)
+    fake_port = free_port()
     secrets_dir = tmp_path / "secrets"
     secrets_dir.mkdir()
     from tests.fakes.google import FakeGoogle
@@ -78,6 +82,7 @@ def accounts_stack(tmp_path: Path) -> Iterator[Stack]:
         "image": "${GMAIL_STATS_IMAGE:-gmail-stats:local}",
         "entrypoint": ["python3", "-c", script.replace("$", "$$")],
         "volumes": [f"{REPO_ROOT / 'tests'}:/app/tests:ro", f"{secrets_dir}:/secrets"],
+        "ports": [f"127.0.0.1:{fake_port}:8080"],
         "read_only": True,
         "cap_drop": ["ALL"],
         "init": True,
@@ -90,7 +95,7 @@ def accounts_stack(tmp_path: Path) -> Iterator[Stack]:
         wait_for(
             lambda: (secrets_dir / "tokencache.work.json").exists(), timeout=60, what="the fake wrote the token caches"
         )
-        yield made
+        yield made, fake_port
     finally:
         made.down()
 
@@ -134,11 +139,11 @@ def exported(stack: Stack, account: str) -> dict[str, int]:
 
 
 def test_two_accounts_import_and_scan_side_by_side_then_change_settings_from_the_page(
-    accounts_stack: Stack,
+    accounts_stack: tuple[Stack, int],
 ) -> None:
     from tests.fakes.mailbox import Mailbox
 
-    stack = accounts_stack
+    stack, _ = accounts_stack
     runner = f"{stack.name}-{{}}-runner"
     # Imports: account `old`'s big file held mid-run in the first import runner while `archive`'s goes start to end.
     old_expected = write_mbox(stack.imports / "old.mbox", generate_messages(count=12000, body_bytes=1500, senders=300))
@@ -188,3 +193,41 @@ def test_two_accounts_import_and_scan_side_by_side_then_change_settings_from_the
     accounts = {a["name"]: a for a in stack.get("/api/accounts")["accounts"]}
     assert (accounts["work"]["refresh"], accounts["old"]["gmail_address"]) == ("hourly", "old.me@gmail.com")
     assert sorted(accounts) == ["archive", "default", "old", "work"]
+
+
+def test_a_second_accounts_consent_completes_by_paste_while_the_first_scan_runner_holds_the_port(
+    accounts_stack: tuple[Stack, int],
+) -> None:
+    """Account `fresh` has no token: its scan waits for consent in the second scan runner, which publishes no port
+    (the default account's scan holds the first, frozen); the address the browser ended on, pasted on the page,
+    reaches that runner on the stack network."""
+    import httpx
+
+    from tests.fakes.mailbox import Mailbox
+
+    stack, fake_port = accounts_stack
+    default_run = launch(stack, "default", {"source": "gmail_api"})
+    with frozen(f"{stack.name}-scan-runner"):
+        fresh_run = launch(stack, "fresh", {"source": "gmail_api"})
+        wait_for(
+            lambda: (
+                run_of(stack, "fresh", fresh_run)["state"] == "awaiting_auth"
+                and run_of(stack, "fresh", fresh_run)["auth_url"]
+            ),
+            timeout=60,
+            what="account fresh's consent URL on its run row",
+        )
+        consent_url = str(run_of(stack, "fresh", fresh_run)["auth_url"])
+        fake = f"http://127.0.0.1:{fake_port}/"
+        with httpx.Client(timeout=30) as browser:
+            page = browser.get(consent_url.replace("http://fake-google:8080/", fake), follow_redirects=False)
+        address = page.headers["location"]
+        assert address.startswith("http://127.0.0.1:8765/?")  # the host's port: the frozen first runner's
+        pasted = stack.post(f"/api/runs/{fresh_run}/consent?account=fresh", {"address": address})
+        assert (pasted.status_code, pasted.json()) == (202, {"run_id": fresh_run}), pasted.text
+        fresh = wait_run(stack, "fresh", fresh_run, "done", "failed")
+        assert run_of(stack, "default", default_run)["state"] == "running"
+    expected = Mailbox.generate(DEFAULT_COUNT, seed=DEFAULT_SEED).expected_counts()  # consent grants the first box
+    assert (fresh["state"], fresh["messages_new"]) == ("done", sum(expected.values())), fresh
+    assert wait_run(stack, "default", default_run, "done", "failed")["state"] == "done"
+    assert exported(stack, "fresh") == expected
