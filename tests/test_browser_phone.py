@@ -12,7 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.runs import create_run, update_run
 from shared.schema.models import Source
-from tests.browser_support import many_senders, new_page, serve, shoot
+from tests.browser_support import close_page, many_senders, new_page, serve, shoot
 from tests.viewer_support import make_settings, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -80,7 +80,7 @@ def test_first_row_on_the_first_screen_and_the_pill_whole(chromium: Browser, tmp
             assert row["y"] >= 0 and row["y"] + row["height"] <= HEIGHT, row
             assert page.evaluate("() => document.documentElement.scrollWidth") <= WIDTH
             shoot(page, f"phone-table-390-{'dark' if dark else 'light'}", full_page=False)
-            page.context.close()
+            close_page(page)
 
         _leave_a_run_open(settings.db)
         for dark in (False, True):
@@ -95,4 +95,4 @@ def test_first_row_on_the_first_screen_and_the_pill_whole(chromium: Browser, tmp
             for label in ("Message-ID backfill: awaiting consent", "Takeout import: cancelling…"):
                 pill.evaluate("(node, text) => { node.textContent = text; }", label)
                 assert page.evaluate(PILL_CUTS) == [], label
-            page.context.close()
+            close_page(page)
