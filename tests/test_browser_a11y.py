@@ -183,3 +183,17 @@ def test_axe_on_the_empty_and_the_broken_database(chromium: Browser, tmp_path: P
         expect(page.locator("#db-problem")).to_be_visible()
         assert_clean(page, "an unreadable database")
         assert [p for p in console.problems if "status of 503" not in p] == []
+
+
+def test_a_page_is_audited_when_it_is_closed(chromium: Browser, filled: str) -> None:
+    page, _ = new_page(chromium, timeout_ms=TIMEOUT_MS)
+    page.goto(filled)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    # A button without a name (axe `button-name`, critical): closing the page fails the test and leaves it open.
+    page.evaluate("() => { const b = document.createElement('button'); b.id = 'nameless'; document.body.append(b); }")
+    with pytest.raises(AssertionError, match="button-name"):
+        close_page(page)
+    assert not page.is_closed()
+    page.evaluate("() => document.getElementById('nameless').remove()")
+    close_page(page)
+    assert page.is_closed()
