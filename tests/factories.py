@@ -124,3 +124,25 @@ def mbox_bytes(count: int, *, senders: int = 7, tag: str = "m") -> bytes:
         )
         for i in range(count)
     )
+
+
+def mboxcl2_message(index: int, *, embedded: int = 0, newline: bytes = b"\n") -> tuple[str, bytes]:
+    """One mboxcl2 message (its sender and bytes): headers with a `Content-Length` that frames its body exactly,
+    the body, and the blank line mboxcl2 writers add; `embedded` unescaped messages (a forwarded digest, whose
+    separators mboxcl2 does not quote) inside the body."""
+    sender = f"cl{index % 11}@example.org"
+    inner = b"".join(
+        b"From inner%d.%d@example.net Wed Feb  9 01:05:34 1998\nFrom: inner%d@example.net\n"
+        b"Message-ID: <inner.%d.%d@test>\n\nforwarded text\n\n" % (index, n, n, index, n)
+        for n in range(embedded)
+    )
+    body = (b"Digest follows:\n\n" + inner if embedded else b"") + b"body of message %d\n" % index
+    body = body.replace(b"\n", newline)
+    headers = [
+        f"From: Sender {index % 11} <{sender}>",
+        f"Message-ID: <{index}.cl2@test>",
+        "Date: Wed, 09 Feb 1998 01:05:34 +0000",
+        f"Content-Length: {len(body)}",
+    ]
+    head = b"From %s Wed Feb  9 01:05:34 1998\n" % sender.encode() + "\n".join(headers).encode() + b"\n\n"
+    return sender, head.replace(b"\n", newline) + body + newline
