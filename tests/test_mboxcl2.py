@@ -81,6 +81,16 @@ def test_the_walk_finds_every_true_message_start(newline: bytes) -> None:
     assert length_cuts(io.BytesIO(data[: -len(newline)]), segment_bytes=1, chunk=37) == cuts  # no last blank line
 
 
+def test_from_a_length_that_no_longer_frames_its_message_separators_frame_the_rest() -> None:
+    """The file changed after the walk judged it: a worker never loses or doubles a byte of its segment."""
+    changed = mboxcl2_message(2, embedded=1)[1].replace(b"Content-Length: ", b"Content-Length: 1")
+    data = mboxcl2_message(0)[1] + mboxcl2_message(1)[1] + changed + mboxcl2_message(3)[1]
+    regions = list(iter_length_regions(io.BytesIO(data), start=0, stop=None, chunk=64))
+    assert [r.length_framed for r in regions] == [True, True, False, False, False]
+    assert regions[0].start == 0 and regions[-1].end == len(data)
+    assert all(a.end == b.start for a, b in itertools.pairwise(regions))
+
+
 def test_one_length_that_frames_nothing_keeps_separator_framing_for_the_whole_file(
     tmp_path: Path, db_path: Path
 ) -> None:
