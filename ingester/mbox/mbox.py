@@ -3,6 +3,7 @@
 A separator is a line `shared.mbox_format.SEPARATOR` accepts; any other line (`>From`, `From here on, ...`) is
 body, except a suspect one (`suspect_line_end` after a blank line): it starts a region that is not counted, so
 it is reported instead of silently merged. Only each region's header block is ever held, never a whole message.
+A file framed by Content-Length throughout (mboxcl2) is cut by `lengths.py` instead, with these same pieces.
 """
 
 from __future__ import annotations
