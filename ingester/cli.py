@@ -24,6 +24,7 @@ from ingester.runs.report import make_reporter
 from ingester.runs.session import ingest_session
 from ingester.runs.signals import cancel_on_signals
 from ingester.settings import IngesterSettings
+from shared.accounts import DEFAULT_ACCOUNT
 from shared.db_errors import SQLITE_FAILURES, database_error
 from shared.errors import GmailStatsError, UsageError
 from shared.resume import CommandStyle, resume_command, runs_command
@@ -180,6 +181,7 @@ def _cmd_scan(args: argparse.Namespace, settings: IngesterSettings) -> int:
         shown_secrets=settings.host_secrets,
         pasted=pasted,
         on_refused_paste=_refused_paste,
+        account=settings.account or DEFAULT_ACCOUNT,
     )
     tuning = ScanTuning.from_settings(settings)
     cancel = threading.Event()

@@ -173,6 +173,13 @@ class GmailAuthError(GmailStatsError):
     kind = ErrorKind.AUTH_REQUIRED
 
 
+class ConsentPortBusy(GmailAuthError):
+    """Another account's scan waits for consent on the callback port: try again once that consent ends."""
+
+    kind = ErrorKind.AUTH_REQUIRED
+    exit_code = 75
+
+
 class GmailApiError(GmailStatsError):
     """Gmail answered with an error we could not work around: `rate_limited`, `gmail_api`, or a narrower kind.
 

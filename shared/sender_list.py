@@ -89,8 +89,8 @@ def iter_rows(conn: Connection, stmt: Select[Any]) -> Iterator[SenderListRow]:
 
 @dataclass(frozen=True, slots=True)
 class SenderChoice:
-    """`gmail-stats export`'s date and size filters: the viewer's `last_before` … `min_avg_bytes` terms
-    (`viewer.query.filters.SenderFilter`, which the ingester may not import), in UTC unix seconds and bytes."""
+    """The date and size filters of `gmail-stats export` and of the viewer (`SenderFilter.choice`, from its
+    `last_before` … `min_avg_bytes` parameters), in UTC unix seconds and bytes."""
 
     last_before: int | None = None
     last_after: int | None = None
@@ -101,8 +101,8 @@ class SenderChoice:
 
 
 def chosen(c: SenderChoice) -> list[ColumnElement[bool]]:
-    """The same terms as the viewer's SQL (`viewer.query.sender_queries`): before is strictly before, after is on
-    or after; a sender with no dated mail has no first or last date."""
+    """The choice as SQL, for the CLI export and the viewer's filter (`viewer.query.sender_queries`) alike: before is
+    strictly before, after is on or after; a sender with no dated mail has no first or last date."""
     terms: list[ColumnElement[bool]] = []
     if c.last_before is not None:
         terms.append(_S.last_seen_unix < c.last_before)

@@ -24,6 +24,7 @@ from oauthlib.oauth2.rfc6749.errors import OAuth2Error
 from ingester.gmail.consent import PastedLines, wait_for_callback
 from ingester.gmail.gmail import ClientFactory, GmailClient
 from ingester.gmail.gmail_google import TESTING_APP_HINT, GoogleGmailClient
+from shared.accounts import DEFAULT_ACCOUNT
 from shared.errors import ErrorKind, GmailApiError, GmailAuthError
 
 SCOPE = "https://www.googleapis.com/auth/gmail.metadata"
@@ -115,7 +116,9 @@ class GoogleAccess:
         pasted: PastedLines | None = None,
         on_refused_paste: Callable[[str], None] = lambda line: None,
         unattended: bool = False,
+        account: str = DEFAULT_ACCOUNT,
     ) -> None:
+        self._account = account  # named by this scan's consent listener, for another account's scan to tell
         # Nobody is there to give consent (a scheduled refresh): a scan needing it fails at once instead.
         self._unattended = unattended
         # A terminal's pasted redirect addresses (None: only the redirect answers, as for unattended runs).
@@ -190,6 +193,7 @@ class GoogleAccess:
                 state=state,
                 timeout=self._timeout,
                 cancel=cancel,
+                account=self._account,
                 pasted=self._pasted,
                 on_refused=self._on_refused_paste,
                 on_listening=lambda: on_consent_url(url),

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shared.sender_list import SenderChoice
+
 MAX_EXCLUDED = 200
 MAX_QUERY = 200
+_NO_CHOICE = SenderChoice()
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,20 +25,14 @@ class SenderFilter:
     min_unread_ratio: float = 0.0
     has_unsubscribe: bool | None = None
     exclude: tuple[str, ...] = ()
-    # Dates are UTC unix seconds: the last (or first) mail strictly before `*_before`, at or after `*_after`.
-    last_before: int | None = None
-    last_after: int | None = None
-    first_before: int | None = None
-    first_after: int | None = None
-    min_bytes: int = 0  # all of a sender's mail together
-    min_avg_bytes: int = 0  # its mail's average size
+    # The date and size terms, as `gmail-stats export` takes them (`shared.sender_list.chosen` is their SQL).
+    choice: SenderChoice = _NO_CHOICE
     month: str | None = None  # "YYYY-MM" (UTC): senders with counted mail in that month (the chart's bar)
 
     @property
     def extended(self) -> bool:
         """True when a date, size or month term is set (`viewer.query.sender_queries._extended` matches them)."""
-        dates = (self.last_before, self.last_after, self.first_before, self.first_after)
-        return any(d is not None for d in dates) or bool(self.min_bytes or self.min_avg_bytes or self.month)
+        return self.choice != _NO_CHOICE or self.month is not None
 
     @property
     def narrows(self) -> bool:
@@ -45,8 +42,5 @@ class SenderFilter:
         )
 
     def key(self) -> tuple[object, ...]:
-        dates = (self.last_before, self.last_after, self.first_before, self.first_after)
-        sizes = (self.min_bytes, self.min_avg_bytes, self.month)
-        return (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe, self.exclude) + (
-            dates + sizes
-        )
+        shown = (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe)
+        return (*shown, self.exclude, self.choice, self.month)

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 
 from shared.schema.models import sender_months, senders
-from shared.sender_list import LIST_COLUMNS, UNREAD_RATIO, SenderListRow, iter_rows, row_of
+from shared.sender_list import LIST_COLUMNS, UNREAD_RATIO, SenderListRow, chosen, iter_rows, row_of
 from viewer.query.filters import SenderFilter
 from viewer.query.sql_lists import in_values
 
@@ -146,21 +146,8 @@ def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool
 
 
 def _extended(f: SenderFilter) -> list[ColumnElement[bool]]:
-    """The date, size and month terms (`SenderFilter.extended`); a sender with no dated mail has no last or first
-    date, so a date term leaves it out."""
-    parts: list[ColumnElement[bool]] = []
-    if f.last_before is not None:
-        parts.append(_S.last_seen_unix < f.last_before)
-    if f.last_after is not None:
-        parts.append(_S.last_seen_unix >= f.last_after)
-    if f.first_before is not None:
-        parts.append(_S.first_seen_unix < f.first_before)
-    if f.first_after is not None:
-        parts.append(_S.first_seen_unix >= f.first_after)
-    if f.min_bytes > 0:
-        parts.append(_S.bytes >= f.min_bytes)
-    if f.min_avg_bytes > 0:  # bytes / mails >= n, kept in integers: bytes >= n * mails
-        parts.append(and_(_S.mails_sent > 0, _S.bytes >= _S.mails_sent * f.min_avg_bytes))
+    """The date and size terms (`gmail-stats export`'s too) and the month term (`SenderFilter.extended`)."""
+    parts = chosen(f.choice)
     if f.month is not None:
         in_month = select(sender_months.c.sender).where(sender_months.c.month == f.month)
         parts.append(_S.sender.in_(in_month))

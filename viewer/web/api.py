@@ -24,9 +24,9 @@ from viewer.query.hidden_queries import HiddenSet
 from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SortKey, SortOrder
-from viewer.web.answers import Read, generation_headers, label, threaded
+from viewer.web.answers import Read, label, threaded
 from viewer.web.deps import ClockDep, DatabaseDep, StateDep
-from viewer.web.export import build_csv
+from viewer.web.export import build_csv, csv_response
 from viewer.web.filter_params import FilterDep
 from viewer.web.schemas import (
     ERROR_RESPONSES,
@@ -162,6 +162,32 @@ def _senders(
     )
 
 
+def domain_page(
+    conn: Connection,
+    snap: Snapshot,
+    cache: SnapshotCache,
+    f: SenderFilter,
+    *,
+    sort: DomainSort,
+    order: SortOrder,
+    offset: int,
+    limit: int,
+) -> rollup_queries.DomainsPage:
+    """The domains for `q` with the hidden senders of `f` left out: `/api/domains` and its CSV export."""
+    hidden = _hidden(cache, snap, conn, f.exclude)
+    return rollup_queries.domains_page(
+        conn,
+        q=f.q,
+        sort=sort,
+        order=order,
+        offset=offset,
+        limit=limit,
+        totals=snap.totals,
+        hidden=hidden.by_domain,
+        seen=hidden_queries.seen_lookup(conn, hidden),
+    )
+
+
 @router.get("/domains", response_model=DomainsOut)
 async def domains(
     state: StateDep,
@@ -177,18 +203,7 @@ async def domains(
     key = ("domains", f.q, f.exclude, sort, order, offset, limit)
 
     def page(conn: Connection, snap: Snapshot, now: int) -> bytes:
-        hidden = _hidden(database.cache, snap, conn, f.exclude)
-        found = rollup_queries.domains_page(
-            conn,
-            q=f.q,
-            sort=sort,
-            order=order,
-            offset=offset,
-            limit=limit,
-            totals=snap.totals,
-            hidden=hidden.by_domain,
-            seen=hidden_queries.seen_lookup(conn, hidden),
-        )
+        found = domain_page(conn, snap, database.cache, f, sort=sort, order=order, offset=offset, limit=limit)
         rows = [DomainOut(**asdict(d)) for d in found.domains]
         return _json(
             DomainsOut(total=found.total, total_messages=found.total_messages, domains=rows, generated_at_unix=now)
@@ -260,16 +275,7 @@ def export_csv(
 ) -> StreamingResponse:
     """The senders the page shows with the same filters and sort, every page at once; dates in ISO 8601 (UTC)."""
     # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
-    body = build_csv(database, f=f, sort=sort, order=order)
-    return StreamingResponse(
-        body.chunks(),
-        media_type="text/csv; charset=utf-8",
-        headers={
-            "Content-Disposition": 'attachment; filename="gmail-stats-senders.csv"',
-            "Content-Length": str(body.size),
-            **generation_headers(body.generation),
-        },
-    )
+    return csv_response(build_csv(database, f=f, sort=sort, order=order), filename="gmail-stats-senders.csv")
 
 
 @router.post("/hidden")

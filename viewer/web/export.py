@@ -1,7 +1,7 @@
-"""`/api/export.csv`'s body: the filtered senders as CSV, written completely before the answer starts.
+"""The CSV exports' one writer: `/api/export.csv` (the filtered senders) and `/api/domains.csv` (`domain_export`).
 
-A database error half-way through must become a 503, never a 200 whose body stops early; so the CSV is built
-into a spooled file (memory up to a bound, then a temporary file) from one SELECT, then streamed.
+A database error half-way through must become a 503, never a 200 whose body stops early; so each CSV is built
+into a spooled file (memory up to a bound, then a temporary file) inside one read transaction, then streamed.
 """
 
 from __future__ import annotations
@@ -10,23 +10,30 @@ import csv
 import io
 import logging
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
+
+from fastapi.responses import StreamingResponse
+from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
 from shared.text.csv_cells import SENDER_CSV_COLUMNS, sender_csv_row
 from viewer.errors import ApiError
-from viewer.query.database import Database
+from viewer.query.database import Database, Snapshot
 from viewer.query.filters import SenderFilter
 from viewer.query.queries import DbState, Generation
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
+from viewer.web.answers import generation_headers
 
 log = logging.getLogger("viewer")
 
 # Kept in memory up to this size (about 100k senders), then spilled to a temporary file.
 MEMORY_BYTES = 8 * 1024 * 1024
 CHUNK_BYTES = 64 * 1024
+
+# An export's rows (CSV cells), read on the connection of a ready snapshot.
+Rows = Callable[[Connection, Snapshot], Iterable[Iterable[object]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +52,14 @@ class CsvBody:
             self.file.close()
 
 
-def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> CsvBody:
-    """The senders matching `f` in the page's order (hidden ones left out), as the page would list them."""
+def spooled_csv(database: Database, header: Sequence[str], rows: Rows, *, name: str) -> CsvBody:
+    """`header`, then the `rows` of one snapshot (none while the database is missing or not ready), written
+    completely; no room for the file is a 503 `export_failed` (`name` says which export in the log)."""
     spool = tempfile.SpooledTemporaryFile(max_size=MEMORY_BYTES)  # noqa: SIM115 - closed by `CsvBody.chunks`
     try:
         text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
         writer = csv.writer(text, lineterminator="\n")
-        writer.writerow(SENDER_CSV_COLUMNS)
+        writer.writerow(header)
         generation = None
         if database.exists():
             with database.connect() as conn:
@@ -59,14 +67,13 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
                 snap = database.require_ready(conn)
                 generation = snap.generation
                 if snap.state is DbState.READY:
-                    for sender in iter_senders(conn, f=f, sort=sort, order=order):
-                        writer.writerow(sender_csv_row(sender))
+                    writer.writerows(rows(conn, snap))
         text.flush()
         size = spool.tell()
         text.detach()
     except OSError as exc:
         spool.close()
-        log.error("export.csv could not be built: %r", exc)
+        log.error("%s could not be built: %r", name, exc)
         raise ApiError(
             503, ErrorKind.EXPORT_FAILED, "the export could not be prepared (no room for it); try again"
         ) from exc
@@ -74,3 +81,25 @@ def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: Sort
         spool.close()
         raise
     return CsvBody(file=spool, size=size, generation=generation)
+
+
+def csv_response(body: CsvBody, *, filename: str) -> StreamingResponse:
+    """The built body as a download, labelled with the generation it was read from."""
+    return StreamingResponse(
+        body.chunks(),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "Content-Length": str(body.size),
+            **generation_headers(body.generation),
+        },
+    )
+
+
+def build_csv(database: Database, *, f: SenderFilter, sort: SortKey, order: SortOrder) -> CsvBody:
+    """The senders matching `f` in the page's order (hidden ones left out), as the page would list them."""
+
+    def rows(conn: Connection, snap: Snapshot) -> Iterator[list[object]]:
+        return (sender_csv_row(sender) for sender in iter_senders(conn, f=f, sort=sort, order=order))
+
+    return spooled_csv(database, SENDER_CSV_COLUMNS, rows, name="export.csv")

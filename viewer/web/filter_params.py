@@ -11,6 +11,7 @@ from fastapi import Depends, Query, Request
 from pydantic import StringConstraints
 
 from shared.errors import ErrorKind
+from shared.sender_list import SenderChoice
 from viewer.errors import ApiError
 from viewer.query.filters import MAX_EXCLUDED, MAX_QUERY, SenderFilter
 from viewer.query.hidden import ID_PATTERN, normalise
@@ -59,12 +60,14 @@ async def _sender_filter(
         min_unread_ratio=min_unread_ratio,
         has_unsubscribe=has_unsubscribe,
         exclude=excluded,
-        last_before=_unix(last_before),
-        last_after=_unix(last_after),
-        first_before=_unix(first_before),
-        first_after=_unix(first_after),
-        min_bytes=min_bytes,
-        min_avg_bytes=min_avg_bytes,
+        choice=SenderChoice(
+            last_before=_unix(last_before),
+            last_after=_unix(last_after),
+            first_before=_unix(first_before),
+            first_after=_unix(first_after),
+            min_bytes=min_bytes,
+            min_avg_bytes=min_avg_bytes,
+        ),
         month=month,
     )
 
