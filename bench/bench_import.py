@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.process_tree import Measurement, measure
 from bench.readme import replace_between_markers
-from tests.factories import generate_messages, write_mbox
+from tests.factories import generate_gmail_shaped, generate_messages, write_mbox
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -28,18 +28,32 @@ RSS_TARGET_MB = 150.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Corpus:
-    """Generator parameters of one file; they name the cached file, so changing one regenerates it."""
+    """Generator parameters of one file; they name the cached file, so changing one regenerates it.
+
+    `gmail_shaped`: Gmail's header blocks (Received chains, ARC-*, DKIM-Signature, List-*) and a base64 attachment
+    on every tenth message (`tests.factories.generate_gmail_shaped`); `body_bytes` is then unused. Else uniform
+    messages with small header blocks and bodies of about `body_bytes`.
+    """
 
     count: int
-    body_bytes: int
+    body_bytes: int = 0
     target_mbps: float | None = None
     target_msgs: float | None = None
     senders: int = 2000
     seed: int = 7
+    gmail_shaped: bool = False
 
     @property
     def name(self) -> str:
+        if self.gmail_shaped:
+            return f"gmail-shaped-{self.count}msg-{self.senders}senders-seed{self.seed}.mbox"
         return f"takeout-{self.count}msg-{self.body_bytes}B-{self.senders}senders-seed{self.seed}.mbox"
+
+    @property
+    def label(self) -> str:
+        if self.gmail_shaped:
+            return f"{self.count:,} Gmail-shaped, 10% with attachments"
+        return f"{self.count:,} x ~{self.body_bytes // 1000} KB body"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +75,15 @@ class Row:
 
 def corpora(*, quick: bool, large: bool, many_senders: bool = False) -> list[Corpus]:
     if quick:
-        return [Corpus(count=500, body_bytes=100_000), Corpus(count=20_000, body_bytes=1_000)]
+        return [
+            Corpus(count=500, body_bytes=100_000),
+            Corpus(count=20_000, body_bytes=1_000),
+            Corpus(count=2_000, gmail_shaped=True),
+        ]
     chosen = [
         Corpus(count=10_000, body_bytes=100_000, target_mbps=500),
         Corpus(count=200_000, body_bytes=1_000, target_msgs=50_000),
+        Corpus(count=20_000, gmail_shaped=True),  # ~330 MB, ~16 KB a message (a real Takeout: ~11 KB)
     ]
     if many_senders:  # every other message from a sender not seen before: the senders' rows and indexes dominate
         chosen.append(Corpus(count=200_000, body_bytes=1_000, senders=100_000))
@@ -91,8 +110,12 @@ def ensure_file(corpus: Corpus, out: Path) -> tuple[Path, int]:
         return path, int(json.loads(meta.read_text())["expected_counted"])
     print(f"generating {path.name} ...", file=sys.stderr, flush=True)
     partial = path.with_suffix(".part")
-    messages = generate_messages(
-        count=corpus.count, body_bytes=corpus.body_bytes, senders=corpus.senders, seed=corpus.seed
+    messages = (
+        generate_gmail_shaped(count=corpus.count, senders=corpus.senders, seed=corpus.seed)
+        if corpus.gmail_shaped
+        else generate_messages(
+            count=corpus.count, body_bytes=corpus.body_bytes, senders=corpus.senders, seed=corpus.seed
+        )
     )
     expected = sum(write_mbox(partial, messages).values())
     partial.replace(path)  # a killed generation never leaves a file that looks complete
@@ -157,7 +180,7 @@ def table(rows: list[Row]) -> str:
     for row in rows:
         seconds = row.run.seconds
         lines.append(
-            f"| {row.corpus.count:,} x ~{row.corpus.body_bytes // 1000} KB body | {_size(row.size)} | "
+            f"| {row.corpus.label} | {_size(row.size)} | "
             f"{row.tool.label} | {seconds:.2f} | {row.size / MB / seconds:,.0f} | "
             f"{row.corpus.count / seconds:,.0f} | {row.run.peak_main_kb * 1024 / MB:.0f} MB | "
             f"{row.run.peak_tree_kb * 1024 / MB:.0f} MB | {'—' if row.counted is None else f'{row.counted:,}'} |"
@@ -183,10 +206,24 @@ def verdicts(rows: list[Row]) -> list[str]:
     return lines
 
 
+def side_by_side(rows: list[Row]) -> list[str]:
+    """Per file, how many times faster our default import ran than the baseline, in the same run."""
+    lines = []
+    for corpus in dict.fromkeys(row.corpus for row in rows):
+        ours = [r for r in rows if r.corpus == corpus and r.tool.ours and not r.tool.env and r.run.exit_code == 0]
+        base = [r for r in rows if r.corpus == corpus and r.tool.label.startswith("baseline") and r.run.exit_code == 0]
+        if ours and base:
+            a, b = ours[0].run.seconds, base[0].run.seconds
+            lines.append(
+                f"- side by side, {corpus.label}: our import {a:.2f} s, baseline {b:.2f} s: {b / a:.1f} times as fast"
+            )
+    return lines
+
+
 def report(rows: list[Row], problems: list[str], argv: list[str]) -> str:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     command = " ".join(["python -m bench import", *argv])
-    notes = verdicts(rows) + [f"- **FAILED**: {problem}" for problem in problems]
+    notes = side_by_side(rows) + verdicts(rows) + [f"- **FAILED**: {problem}" for problem in problems]
     return (
         f"Measured {stamp} with `{command}` (MB = 10⁶ bytes; warm page cache; wall time includes interpreter "
         f"start-up).\n\n{table(rows)}\n\n" + "\n".join(notes) + "\n"
@@ -211,7 +248,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def warm_up(out: Path) -> None:
     """Runs the Python tools once, unmeasured, on a small file (big enough for parse workers) to fill the cache."""
-    corpus = corpora(quick=True, large=False)[-1]
+    corpus = corpora(quick=True, large=False)[1]  # 20,000 small messages
     path, _ = ensure_file(corpus, out)
     print("warming up the bytecode cache ...", file=sys.stderr, flush=True)
     for tool in tools()[:3]:

@@ -1,5 +1,7 @@
 """axe-core for the browser tests: installed from the pinned lock in tests/axe/ by `npm ci` on first use (test-only,
-never served by the viewer), injected into a page through Playwright and run there."""
+never served by the viewer), injected into a page through Playwright and run there. Every page a browser test opens
+with `new_page` is audited when the test closes it (`close_page`) and, if still open, when the test ends (the
+autouse fixture in tests/conftest.py), so each state a test leaves a page in is checked, not only the ones named."""
 
 from __future__ import annotations
 
@@ -71,3 +73,38 @@ def violations(page: Page, *, blocking: bool = True) -> list[dict[str, Any]]:
         }"""
     )
     return [v for v in found if not blocking or v["impact"] in BLOCKING]
+
+
+def assert_clean(page: Page, where: str) -> None:
+    """Fails when axe finds a serious or critical violation on the page as it is now."""
+    found = violations(page)
+    assert found == [], f"axe on {where}: {found}"
+
+
+# The pages the running test opened with `new_page(..., audit=True)`, audited at its end if still open.
+_tracked: list[Page] = []
+
+
+def track(page: Page) -> None:
+    _tracked.append(page)
+
+
+def tracked() -> list[Page]:
+    return list(_tracked)
+
+
+def untrack(page: Page) -> None:
+    if page in _tracked:
+        _tracked.remove(page)
+
+
+def audit_open_pages(test: str) -> None:
+    """Audits every tracked page the test left open (at its end), then forgets them all."""
+    pages = [p for p in _tracked if not p.is_closed()]
+    _tracked.clear()
+    for page in pages:
+        assert_clean(page, f"the end of {test} ({page.url})")
+
+
+def forget_pages() -> None:
+    _tracked.clear()

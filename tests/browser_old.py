@@ -52,7 +52,7 @@ def open_page(
     """A new page that shows `version` of the viewer served at `url` (not yet loaded)."""
     old = _old_files() if version == "before" else {}
     expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
-    page, console = new_page(chromium, width=width, dark=dark)
+    page, console = new_page(chromium, width=width, dark=dark, audit=version == "fixed")
     for path, body in old.items():
         page.route(url + path, _serving(body))
     return page, console

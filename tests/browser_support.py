@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.runs import add_warnings, create_run, finish_run, update_run
 from shared.schema.models import RunOutcome, RunState, Source
+from tests.axe_support import assert_clean, track, tracked, untrack
 from tests.net import free_port
 from viewer.app import create_app
 from viewer.launch.launcher import Launcher
@@ -148,14 +149,26 @@ def seed_history(db_path: Path) -> None:
 
 
 def new_page(
-    chromium: Browser, *, width: int = 1440, dark: bool = False, timeout_ms: int = 60_000
+    chromium: Browser, *, width: int = 1440, dark: bool = False, timeout_ms: int = 60_000, audit: bool = True
 ) -> tuple[Page, Console]:
+    """A page in its own context; with `audit`, axe checks it when closed with `close_page` or when the test ends
+    (tests/axe_support.py). Only the pre-fix pages of the before/after tests are opened without."""
     context = chromium.new_context(
         viewport={"width": width, "height": 900 if width > 500 else 844}, color_scheme="dark" if dark else "light"
     )
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
+    if audit:
+        track(page)
     return page, Console(page)
+
+
+def close_page(page: Page, where: str = "") -> None:
+    """Closes `page` and its context after axe found no serious or critical violation on it (if it is audited)."""
+    if page in tracked():
+        assert_clean(page, where or f"{page.url} as the test closed it")
+        untrack(page)
+    page.context.close()
 
 
 # sender, display name, messages, unread, List-Unsubscribe header (or ""), one-click

@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.schema.migrations import migrate
+from tests.axe_support import audit_open_pages, forget_pages
 from tests.browser_support import browser, many_senders, seed_history, serve
 from tests.viewer_support import make_settings, seed
 
@@ -88,6 +89,34 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     seed_history(tmp / "stats.db")
     with serve(make_settings(tmp)) as url:
         yield url
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Keeps each phase's report on the test, so a fixture's teardown knows whether the test itself passed."""
+    report: pytest.TestReport = yield
+    item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
+    return report
+
+
+PHASE_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.fixture(autouse=True)
+def _axe_at_the_end(request: pytest.FixtureRequest) -> Iterator[None]:
+    """axe on every page a browser test left open, once the test passed (issue 23: 0 serious or critical
+    violations on every screen and state the tests reach); pages it closed were audited by `close_page`."""
+    forget_pages()
+    yield
+    if request.node.get_closest_marker("browser") is None:
+        return
+    call = request.node.stash.get(PHASE_REPORTS, {}).get("call")
+    if call is None or not call.passed:
+        forget_pages()
+        return
+    audit_open_pages(request.node.nodeid)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.axe_support import violations
-from tests.browser_support import new_page, serve, shoot
+from tests.axe_support import assert_clean
+from tests.browser_support import close_page, new_page, serve, shoot
 from tests.importing import counts_of
 from tests.viewer_support import make_settings, mbox_bytes
 
@@ -57,11 +57,6 @@ def _focused(page: Page) -> str:
     return str(page.evaluate("() => document.activeElement ? document.activeElement.outerHTML.slice(0, 120) : ''"))
 
 
-def _assert_axe_clean(page: Page, where: str) -> None:
-    found = violations(page)
-    assert found == [], f"{where}: {found}"
-
-
 def _redraws(page: Page) -> int:
     return int(page.evaluate("() => window.__focus.redraws"))
 
@@ -83,7 +78,7 @@ def test_keyboard_only_import_cancel_and_resume_never_drop_focus(
     page.add_init_script(script=WATCH_FOCUS)
     page.goto(url)
     expect(page.locator("#import-file option")).to_have_count(1)
-    _assert_axe_clean(page, "onboarding")
+    assert_clean(page, "onboarding")
     _tab_to(page, "#start-import")
     page.evaluate("() => window.__arm()")
 
@@ -92,7 +87,7 @@ def test_keyboard_only_import_cancel_and_resume_never_drop_focus(
     cancel = page.locator("#progress-cancel")
     expect(cancel).to_be_focused()
     expect(page.locator("#rows tr")).not_to_have_count(0)
-    _assert_axe_clean(page, "a live import")
+    assert_clean(page, "a live import")
     shoot(page, "a11y-progress-focus-1440-light", full_page=False)
 
     # The live run redraws the table: a focused row button stays focused in the new row of the same sender.
@@ -122,7 +117,7 @@ def test_keyboard_only_import_cancel_and_resume_never_drop_focus(
     expect(page.locator("#announce-polite")).to_have_text(
         re.compile(r"^Import stopped at \d+% — counts are partial\.$")
     )
-    _assert_axe_clean(page, "a cancelled import")
+    assert_clean(page, "a cancelled import")
     shoot(page, "a11y-banner-focus-1440-light", full_page=False)
 
     # Resume: back to the progress panel's Cancel.
@@ -151,26 +146,26 @@ def test_live_regions_names_and_axe_on_every_screen(chromium: Browser, filled: s
     # Header names are their labels: the sort arrows are decoration.
     expect(page.get_by_role("button", name="Messages", exact=True)).to_be_visible()
     expect(page.get_by_role("columnheader", name="Messages", exact=True)).to_have_attribute("aria-sort", "descending")
-    _assert_axe_clean(page, "the table")
+    assert_clean(page, "the table")
     page.click("#view-domains")
     expect(page.get_by_role("table", name="Mail by domain")).to_be_visible()
-    _assert_axe_clean(page, "the domain view")
+    assert_clean(page, "the domain view")
     page.click("#view-senders")
     page.locator("#rows tr").first.locator("button.who").click()
     expect(page.locator("#detail")).to_be_visible()
-    _assert_axe_clean(page, "the detail view")
+    assert_clean(page, "the detail view")
     page.keyboard.press("Escape")
     page.click("#hidden-toggle")
     page.click("#add-more")
-    _assert_axe_clean(page, "add mail and the hidden list")
-    page.context.close()
+    assert_clean(page, "add mail and the hidden list")
+    close_page(page)
     for width, dark in ((1440, True), (390, False), (390, True)):
         small, small_console = new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
         small.goto(filled)
         expect(small.locator("#rows tr")).to_have_count(50)
-        _assert_axe_clean(small, f"the table at {width} px{' dark' if dark else ''}")
+        assert_clean(small, f"the table at {width} px{' dark' if dark else ''}")
         assert small_console.problems == []
-        small.context.close()
+        close_page(small)
     assert console.problems == []
 
 
@@ -180,11 +175,25 @@ def test_axe_on_the_empty_and_the_broken_database(chromium: Browser, tmp_path: P
         page, console = new_page(chromium, timeout_ms=TIMEOUT_MS)
         page.goto(url)
         expect(page.locator("#onboarding")).to_be_visible()
-        _assert_axe_clean(page, "onboarding without an import folder")
+        assert_clean(page, "onboarding without an import folder")
         page.close()
         settings.db.write_bytes(b"this is not a database" * 100)
         page = page.context.new_page()
         page.goto(url)
         expect(page.locator("#db-problem")).to_be_visible()
-        _assert_axe_clean(page, "an unreadable database")
+        assert_clean(page, "an unreadable database")
         assert [p for p in console.problems if "status of 503" not in p] == []
+
+
+def test_a_page_is_audited_when_it_is_closed(chromium: Browser, filled: str) -> None:
+    page, _ = new_page(chromium, timeout_ms=TIMEOUT_MS)
+    page.goto(filled)
+    expect(page.locator("#rows tr")).to_have_count(50)
+    # A button without a name (axe `button-name`, critical): closing the page fails the test and leaves it open.
+    page.evaluate("() => { const b = document.createElement('button'); b.id = 'nameless'; document.body.append(b); }")
+    with pytest.raises(AssertionError, match="button-name"):
+        close_page(page)
+    assert not page.is_closed()
+    page.evaluate("() => document.getElementById('nameless').remove()")
+    close_page(page)
+    assert page.is_closed()

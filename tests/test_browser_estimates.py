@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.axe_support import violations
-from tests.browser_support import new_page, serve, shoot
+from tests.browser_support import close_page, new_page, serve, shoot
 from tests.fakes.mailbox import TYPICAL
 from tests.scan_support import fake_google, last_run, wait_for
 from tests.viewer_support import make_settings
@@ -61,7 +61,7 @@ def test_estimates_while_running_after_a_stop_and_gone_when_exact(tmp_path: Path
                 expect(page.locator("#stats")).to_be_visible()
                 expect(page.locator("#estimates")).to_be_hidden()
                 assert console.problems == []
-                page.context.close()
+                close_page(page)
         finally:
             if process.poll() is None:
                 process.kill()

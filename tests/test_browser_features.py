@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_support import feature_mbox, new_page, serve, shoot
+from tests.browser_support import close_page, feature_mbox, new_page, serve, shoot
 from tests.importing import import_file
 from tests.viewer_support import make_settings
 
@@ -112,7 +112,7 @@ def test_volume_chart_all_mail_and_per_sender(chromium: Browser, imported: str) 
         shoot(page, f"{name}-sender", full_page=False)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         assert problems == []
-        page.context.close()
+        close_page(page)
 
 
 def test_presets_filter_the_table_totals_and_export(chromium: Browser, imported: str) -> None:

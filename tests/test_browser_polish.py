@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.runs import create_run, finish_run, update_run
 from shared.schema.models import RunOutcome, RunState, Source
-from tests.browser_support import many_senders, new_page, serve, shoot
+from tests.browser_support import close_page, many_senders, new_page, serve, shoot
 from tests.viewer_support import make_settings, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -80,7 +80,7 @@ def test_chart_axis_labels_keep_every_digit(chromium: Browser, polished: str) ->
         ".find((n) => n.textContent === '250,000').getBBox().x >= 0"
     )
     assert inside, "the label starts left of the chart's edge"
-    page.context.close()
+    close_page(page)
 
 
 def test_long_tail_share_theme_icon_and_credentials_title(chromium: Browser, polished: str) -> None:
@@ -97,7 +97,7 @@ def test_long_tail_share_theme_icon_and_credentials_title(chromium: Browser, pol
     expect(page.locator("#theme .icon-moon")).to_be_hidden()
     expect(page.locator("#run-banner-text")).to_contain_text("The OAuth client file is missing or unusable.")
     expect(page.locator("#run-banner-error")).to_contain_text("is not an OAuth client-secret file")
-    page.context.close()
+    close_page(page)
 
 
 def test_add_mail_clears_the_bar_closes_and_offers_a_new_file(chromium: Browser, polished: str) -> None:
@@ -114,7 +114,7 @@ def test_add_mail_clears_the_bar_closes_and_offers_a_new_file(chromium: Browser,
     page.get_by_role("button", name="Close").click()
     expect(page.locator("#onboarding")).to_be_hidden()
     expect(page.locator("#add-more")).to_be_focused()
-    page.context.close()
+    close_page(page)
 
 
 def test_older_runs_on_request_and_nothing_overflows_on_a_phone(chromium: Browser, polished: str) -> None:
@@ -124,7 +124,7 @@ def test_older_runs_on_request_and_nothing_overflows_on_a_phone(chromium: Browse
     page.get_by_role("button", name="Show older runs").click()
     expect(runs).to_have_count(9)
     expect(page.locator("#history-more")).to_be_hidden()
-    page.context.close()
+    close_page(page)
     for dark in (False, True):
         phone = _page(chromium, polished, width=390, dark=dark)
         expect(phone.locator("#history-list > li")).to_have_count(6)
@@ -136,7 +136,7 @@ def test_older_runs_on_request_and_nothing_overflows_on_a_phone(chromium: Browse
         box = phone.locator("#pill").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
         shoot(phone, f"polish-history-390-{'dark' if dark else 'light'}")
-        phone.context.close()
+        close_page(phone)
 
 
 def test_export_says_it_is_working_and_long_addresses_keep_their_domain(chromium: Browser, polished: str) -> None:
@@ -163,4 +163,4 @@ def test_export_says_it_is_working_and_long_addresses_keep_their_domain(chromium
     assert address.evaluate("(n) => getComputedStyle(n).direction") == "rtl"
     assert address.evaluate("(n) => n.textContent.endsWith('.example.com')")
     assert console.problems == []
-    page.context.close()
+    close_page(page)

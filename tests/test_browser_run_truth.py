@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_support import ARTIFACTS, new_page, serve, shoot
+from tests.axe_support import assert_clean
+from tests.browser_support import ARTIFACTS, close_page, new_page, serve, shoot
 from tests.importing import counts_of, query
 from tests.scan_support import fake_google
 from tests.viewer_support import make_settings, mbox_bytes
@@ -43,16 +44,19 @@ def _patient_expect() -> None:
 
 
 def _shoot_all(chromium: Browser, url: str, name: str, first: Page) -> None:
-    """`first` at 1440 px light, then the same state in new pages at 390 px and in dark."""
+    """`first` at 1440 px light, then the same state in new pages at 390 px and in dark; axe finds nothing serious
+    in any of them."""
+    assert_clean(first, f"the {name} banner at 1440 px")
     shoot(first, f"truth-{name}-1440-light", full_page=False)
     for width, dark in ((1440, True), (390, False), (390, True)):
         page, console = new_page(chromium, width=width, dark=dark, timeout_ms=TIMEOUT_MS)
         page.goto(url)
         expect(page.locator("#run-banner")).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing overflows sideways
+        assert_clean(page, f"the {name} banner at {width} px{' dark' if dark else ''}")
         shoot(page, f"truth-{name}-{width}-{'dark' if dark else 'light'}", full_page=False)
         assert console.problems == []
-        page.context.close()
+        close_page(page)
 
 
 def _import_pid(db: Path) -> int:

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser_old import Version, open_page, shoot_version, versions
+from tests.browser_support import close_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTHS = "ths => ths.map(th => Math.round(th.getBoundingClientRect().width))"
@@ -160,7 +161,7 @@ def test_phone_layout_fits_and_the_detail_view_shows_every_column(
         page.keyboard.press("Escape")
         expect(dialog).to_be_hidden()
         assert problems == []
-        page.context.close()
+        close_page(page)
 
 
 def _tabs_to_next(page: Page, *, limit: int = 80) -> int:

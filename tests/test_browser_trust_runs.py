@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from tests.browser_old import Version, open_page, shoot_version, versions
-from tests.browser_support import many_senders, serve
+from tests.browser_support import close_page, many_senders, serve
 from tests.viewer_support import make_settings, mbox_bytes, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -85,7 +85,7 @@ def test_a_too_new_database_says_so_instead_of_zero(
             expect(page.locator("#onboarding")).to_be_hidden()
             assert console.problems == []
         shoot_version(page, "too-new", version)
-        page.context.close()
+        close_page(page)
 
 
 @versions
@@ -106,7 +106,7 @@ def test_an_unreadable_database_says_so_in_words(
             # A 503 the page explains is logged by chromium as a failed resource; nothing else may be.
             assert [p for p in console.problems if "status of 503" not in p] == []
         shoot_version(page, "corrupt", version)
-        page.context.close()
+        close_page(page)
 
 
 @versions

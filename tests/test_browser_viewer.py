@@ -18,7 +18,7 @@ from shared.errors import RETRY_WARNING_PREFIX
 from shared.lock import IngestLock
 from shared.runs import create_run
 from shared.schema.models import Source
-from tests.browser_support import Console, new_page, serve, shoot
+from tests.browser_support import Console, close_page, new_page, serve, shoot
 from tests.viewer_support import make_settings, mbox_bytes, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -66,7 +66,7 @@ def test_onboarding_pick_a_file_import_and_see_the_table(chromium: Browser, tmp_
         expect(page.locator("#history-list > li")).to_have_count(1)
         expect(page.locator("#history-list > li").first).to_contain_text("done")
         shoot(page, "table-1280-light")
-        page.context.close()
+        close_page(page)
         for width, dark, name in (
             (1280, True, "table-1280-dark"),
             (390, False, "table-390-light"),
@@ -78,7 +78,7 @@ def test_onboarding_pick_a_file_import_and_see_the_table(chromium: Browser, tmp_
             assert page2.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scrolling
             shoot(page2, name)
             assert console2.problems == []
-            page2.context.close()
+            close_page(page2)
         assert console.problems == []
 
 

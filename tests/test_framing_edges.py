@@ -146,12 +146,14 @@ def test_a_content_length_that_disagrees_with_the_framing_is_a_warning(tmp_path:
     outer = b"From a@x Wed Feb  9 01:05:34 1998\nFrom: a@x\nMessage-ID: <1@x>\nContent-Length: %d\n\n" % len(body)
     agreeing = b"From a@x Wed Feb  9 01:05:34 1998\nFrom: c@x\nMessage-ID: <3@x>\nContent-Length: 6\n\nhello\n\n"
     crlf = agreeing.replace(b"\n", b"\r\n").replace(b"<3@x>", b"<4@x>").replace(b"c@x", b"d@x")
+    unstated = b"From a@x Wed Feb  9 01:05:34 1998\nFrom: e@x\nMessage-ID: <5@x>\n\nno length stated\n"
     path = tmp_path / "mboxcl2.mbox"
-    path.write_bytes(outer + body + b"\n" + agreeing + crlf.replace(b"Length: 6", b"Length: 7"))
+    path.write_bytes(outer + body + b"\n" + agreeing + crlf.replace(b"Length: 6", b"Length: 7") + unstated)
     result = run_cli("import", path, "--db", db_path)
     assert result.returncode == 0, result.stderr
-    # Framed by separator lines, as ever: the embedded message counts on its own, and the run says so.
-    assert counts_of(db_path) == {"a@x": 1, "b@x": 1, "c@x": 1, "d@x": 1}
+    # One message states no length, so the file is not Content-Length framed throughout (tests/test_mboxcl2.py):
+    # framed by separator lines, the embedded message counts on its own, and the run says so.
+    assert counts_of(db_path) == {"a@x": 1, "b@x": 1, "c@x": 1, "d@x": 1, "e@x": 1}
     ((tail,),) = query(db_path, "SELECT warnings_tail FROM ingest_runs")
     first_end = len(outer) + len(b"forwarded:\n\n")
     assert json.loads(tail) == [

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine
 
-from ingester.mbox.parse_pool import parse_in_order
-from ingester.mbox.segments import plan_segments
+from ingester.mbox.lengths import length_cuts
+from ingester.mbox.parse_pool import Ticker, parse_in_order
+from ingester.mbox.segments import READ_BYTES, SEGMENT_BYTES, plan_segments
 from ingester.records import MailRecord
 from ingester.runs.lifecycle import ResumeHint, RunCancelled, RunLifecycle, RunResult, Tally
 from ingester.runs.report import Reporter
@@ -146,6 +147,7 @@ class _Importer:
             size=size,
             include_spam_trash=self.request.include_spam_trash,
             now=life.clock(),
+            length_cuts=self._length_cuts(offset),
         )
         done = offset
         batch: list[MailRecord] = []
@@ -171,6 +173,14 @@ class _Importer:
             self._store(conn, batch, starts, warnings)
             life.finish(conn, cancelled=life.cancel.is_set(), partial=life.tally.skipped > 0)
         life.reporter.progress(done=done, seen=life.tally.seen, new=life.tally.new)
+
+    def _length_cuts(self, offset: int) -> tuple[int, ...] | None:
+        """Whether the file is Content-Length framed throughout (mboxcl2), judged on the whole file on every run,
+        a resume included, so a file is never framed two ways; the message starts segments begin at if so."""
+        with self.request.source().open("rb", buffering=0) as stream:
+            return length_cuts(
+                stream, segment_bytes=SEGMENT_BYTES, chunk=READ_BYTES, resume_at=offset, tick=Ticker(self._idle)
+            )
 
     def _idle(self) -> None:
         """Called about every second while parse workers are busy: beat, and stop waiting once cancelled.

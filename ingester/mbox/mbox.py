@@ -3,6 +3,7 @@
 A separator is a line `shared.mbox_format.SEPARATOR` accepts; any other line (`>From`, `From here on, ...`) is
 body, except a suspect one (`suspect_line_end` after a blank line): it starts a region that is not counted, so
 it is reported instead of silently merged. Only each region's header block is ever held, never a whole message.
+A file framed by Content-Length throughout (mboxcl2) is cut by `lengths.py` instead, with these same pieces.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ CHUNK_BYTES = 1024 * 1024
 HEADER_CAP_BYTES = 4 * 1024 * 1024
 # The window keeps this many bytes before any position it is asked to keep: enough to see a blank line ending
 # just before a candidate separator (`\n\r\n`).
-_BEHIND = 3
+BEHIND = 3
 # The end of a header block: a blank line, or a line starting with `From ` (maybe a separator).
 _HEADER_END = re.compile(rb"\n\r?\n|\nFrom ")
 _NEEDLE = b"\nFrom "
@@ -74,13 +75,14 @@ class Region(NamedTuple):
     suspect: bool = False
     header_cut: bool = False  # the header block ran past `HEADER_CAP_BYTES`: `header_block` is only its start
     suspect_line: bytes = b""  # when `suspect`, the line (its first `SEPARATOR_WINDOW` bytes)
+    length_framed: bool = False  # framed by its Content-Length (`ingester.mbox.lengths`), not by separators
 
     @property
     def size(self) -> int:
         return self.end - self.start
 
 
-class _Separator(NamedTuple):
+class Separator(NamedTuple):
     start: int
     header_start: int
     postmark: Postmark | None  # None: a suspect line
@@ -92,7 +94,7 @@ def parse_postmark(match: re.Match[bytes]) -> Postmark:
     return Postmark(envelope, line)
 
 
-class _Window:
+class Window:
     """A sliding view `data` of the stream beginning at absolute offset `base`; all callers speak absolutes."""
 
     def __init__(self, stream: BinaryIO, start: int, chunk: int, tick: Callable[[], None] | None = None) -> None:
@@ -109,7 +111,7 @@ class _Window:
         return self.base + len(self.data)
 
     def fill(self, keep_from: int) -> None:
-        """Drops the bytes before `keep_from` (less `_BEHIND`) and appends a chunk (sets `eof` when there is none).
+        """Drops the bytes before `keep_from` (less `BEHIND`) and appends a chunk (sets `eof` when there is none).
 
         Calls `tick` first: every read passes here, so a caller that parses in-process hears it however long one
         region takes (the tick may raise to stop the parse).
@@ -119,9 +121,15 @@ class _Window:
         more = self.stream.read(self.chunk)
         if not more:
             self.eof = True
-        keep_from = max(keep_from - _BEHIND, self.base)
+        keep_from = max(keep_from - BEHIND, self.base)
         self.data = self.data[keep_from - self.base :] + more
         self.base = keep_from
+
+    def jump(self, offset: int) -> None:
+        """Moves the view to `offset` when that lies past what is held: the bytes between are never read."""
+        if offset > self.end:
+            self.stream.seek(offset)
+            self.base, self.data, self.eof = offset, b"", False
 
     def ensure(self, until: int, *, keep_from: int) -> None:
         while self.end < until and not self.eof:
@@ -131,7 +139,7 @@ class _Window:
         return self.data[start - self.base : stop - self.base]
 
 
-def _blank_before(window: _Window, line_start: int) -> bool:
+def _blank_before(window: Window, line_start: int) -> bool:
     """Whether the line starting at `line_start` follows an empty line or starts the file."""
     if line_start <= 1:
         return True
@@ -140,14 +148,14 @@ def _blank_before(window: _Window, line_start: int) -> bool:
     return before.endswith((b"\n\n", b"\n\r\n")) or (line_start == 2 and before == b"\r\n")
 
 
-def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separator | None:
+def separator_at(window: Window, line_start: int, *, keep_from: int) -> Separator | None:
     """The separator (or suspect line) starting at `line_start` (already known to be a line start), if any.
 
     Judged on the bytes from 3 before the line to `SEPARATOR_WINDOW` after its start only, so that every
     segment of a file reaches the same verdict on the same line.
     """
     if window.base + len(window.data) < line_start + SEPARATOR_WINDOW:
-        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)  # keeps `_BEHIND` bytes before it
+        window.ensure(line_start + SEPARATOR_WINDOW, keep_from=keep_from)  # keeps `BEHIND` bytes before it
     rel = line_start - window.base
     limit = min(len(window.data), rel + SEPARATOR_WINDOW)
     match = SEPARATOR.match(window.data, rel, limit)
@@ -156,17 +164,17 @@ def _separator_at(window: _Window, line_start: int, *, keep_from: int) -> _Separ
             return None
         line_end = suspect_line_end(window.data, rel, limit)
         if line_end is not None:
-            return _Separator(line_start, window.base + line_end + 1, None, window.data[rel:line_end])
+            return Separator(line_start, window.base + line_end + 1, None, window.data[rel:line_end])
         return None
     # The lookahead accepts the window's edge as an end of line; that is only true at the end of the file.
     if match.end() == limit and not (window.eof and limit == len(window.data)):
         return None
     line_end = window.base + match.end()
     header_start = min(line_end + 1, window.end)
-    return _Separator(line_start, header_start, parse_postmark(match))
+    return Separator(line_start, header_start, parse_postmark(match))
 
 
-def _next_separator(window: _Window, pos: int, *, before: int | None = None) -> _Separator | None:
+def _next_separator(window: Window, pos: int, *, before: int | None = None) -> Separator | None:
     """The first separator (or suspect line) starting after a newline at an offset `>= pos` (and `< before`).
 
     `before` lets a segment that starts inside a huge message stop at its own end instead of reading on to the
@@ -179,7 +187,7 @@ def _next_separator(window: _Window, pos: int, *, before: int | None = None) -> 
             line_start = base + hit + 1
             if before is not None and line_start >= before:
                 return None
-            found = _separator_at(window, line_start, keep_from=line_start - 1)
+            found = separator_at(window, line_start, keep_from=line_start - 1)
             if found is not None:
                 return found
             pos = line_start + 1
@@ -191,7 +199,7 @@ def _next_separator(window: _Window, pos: int, *, before: int | None = None) -> 
         window.fill(pos - 1)
 
 
-def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | None, bool]:
+def read_header(window: Window, sep: Separator) -> tuple[bytes, Separator | None, bool]:
     """The header block after `sep` up to its blank line, or up to a separator that comes first (then returned),
     and whether it was cut at `HEADER_CAP_BYTES` (then the block is its first `HEADER_CAP_BYTES`).
 
@@ -220,26 +228,26 @@ def _read_header(window: _Window, sep: _Separator) -> tuple[bytes, _Separator | 
         if found.group() != _NEEDLE:
             return window.slice(start, base + found.start() + 1), None, False
         line_start = base + found.start() + 1
-        inner = _separator_at(window, line_start, keep_from=start)
+        inner = separator_at(window, line_start, keep_from=start)
         if inner is not None:
             return window.slice(start, line_start), inner, False
         scan_from = line_start
 
 
-def _bom_separator(window: _Window, start: int) -> _Separator | None:
+def bom_separator(window: Window, start: int) -> Separator | None:
     """At the file's start, a separator after a UTF-8 byte order mark; its message then starts at 0 (with it)."""
     if start != 0:
         return None
     window.ensure(len(BOM), keep_from=0)
     if not window.data.startswith(BOM):
         return None
-    found = _separator_at(window, len(BOM), keep_from=0)
+    found = separator_at(window, len(BOM), keep_from=0)
     if found is None or found.postmark is None:
         return None
     return found._replace(start=0)
 
 
-def _file_size(stream: BinaryIO) -> int:
+def file_size(stream: BinaryIO) -> int:
     position = stream.tell()
     size = stream.seek(0, 2)
     stream.seek(position)
@@ -279,17 +287,17 @@ def iter_regions(
     exactly, which is what lets segments of one file be parsed in parallel. `tick` is called before each read.
     """
     if align and start > 0:
-        window = _Window(stream, max(start - 1 - _BEHIND, 0), chunk, tick)
+        window = Window(stream, max(start - 1 - BEHIND, 0), chunk, tick)
         current = _next_separator(window, start, before=stop)
     else:
-        window = _Window(stream, max(start - _BEHIND, 0), chunk, tick)
-        current = _separator_at(window, start, keep_from=start) or _bom_separator(window, start)
+        window = Window(stream, max(start - BEHIND, 0), chunk, tick)
+        current = separator_at(window, start, keep_from=start) or bom_separator(window, start)
         current = current or _next_separator(window, start + 1)
-        preamble_end = current.start if current is not None else _file_size(stream)
+        preamble_end = current.start if current is not None else file_size(stream)
         if preamble_end > start and not _preamble_is_blank(stream, start, preamble_end):
             yield Region(start, preamble_end, None, b"")
     while current is not None and (stop is None or current.start < stop):
-        header, following, cut = _read_header(window, current)
+        header, following, cut = read_header(window, current)
         if following is None:
             following = _next_separator(window, current.header_start + len(header))
         end = following.start if following is not None else window.end

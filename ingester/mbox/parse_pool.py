@@ -72,10 +72,11 @@ def _grow_pipe(stream: IO[bytes]) -> None:
             fcntl.fcntl(stream.fileno(), set_size, RESULT_PIPE_BYTES)
 
 
-class _Ticker:
-    """Calls `idle` from inside an in-process parse at most once per `IDLE_CALLBACK_SECONDS` (called per read)."""
+class Ticker:
+    """Calls `idle` from inside an in-process read of the file (a parse, the Content-Length walk) at most once per
+    `IDLE_CALLBACK_SECONDS` (called per read)."""
 
-    def __init__(self, idle: Callable[[], None], clock: Callable[[], float]) -> None:
+    def __init__(self, idle: Callable[[], None], clock: Callable[[], float] = time.monotonic) -> None:
         self.idle = idle
         self.clock = clock
         self.last = clock()
@@ -97,7 +98,7 @@ def parse_in_order(
     """Yields each task's result in task order; calls `idle` about every second while waiting on workers, or,
     parsing in-process, from inside the parse (it may raise `RunCancelled` to stop there)."""
     if workers <= 0 or len(tasks) <= 1:
-        tick = _Ticker(idle, clock)
+        tick = Ticker(idle, clock)
         for task in tasks:
             yield parse_segment(task, tick)
         return

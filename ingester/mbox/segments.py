@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 
 from ingester.mbox import mbox
 from ingester.mbox.body_keys import HEADER_KEY, body_key
+from ingester.mbox.lengths import iter_length_regions
 from ingester.mbox.takeout import Skip, judge_region
 from ingester.records import MailRecord
 
@@ -33,6 +34,7 @@ class SegmentTask:
     first: bool
     include_spam_trash: bool
     now: float | None = None  # dates after a day past this are implausible
+    length_framed: bool = False  # the file is Content-Length framed, and `start` is a true message start
 
 
 @dataclass(slots=True)
@@ -78,11 +80,21 @@ def plan_segments(
     include_spam_trash: bool,
     segment_bytes: int = SEGMENT_BYTES,
     now: float | None = None,
+    length_cuts: tuple[int, ...] | None = None,
 ) -> list[SegmentTask]:
     """Consecutive tasks from `start` (0 or a separator offset) to `size`; the first one is not aligned.
 
-    The last task runs to the end of the file, whatever its size by then.
+    The last task runs to the end of the file, whatever its size by then. With `length_cuts` (the true message
+    starts of a Content-Length framed file, `lengths.length_cuts`), every task starts at one, since only a whole
+    file's walk knows which separators are inside a body; `start` is then one of the file's message starts.
     """
+    if length_cuts is not None:
+        bounds = [start, *(cut for cut in length_cuts if cut > start)]
+        ends: list[int | None] = [*bounds[1:], None]
+        return [
+            SegmentTask(str(path), a, b, i == 0, include_spam_trash, now, length_framed=True)
+            for i, (a, b) in enumerate(zip(bounds, ends, strict=True))
+        ]
     bounds = list(range(start, size, segment_bytes)) or [start]
     last = len(bounds) - 1
     return [
@@ -139,9 +151,14 @@ def _parse(task: SegmentTask, stream: BinaryIO, bodies: BinaryIO, tick: Callable
     """`bodies`, a second handle, reads the body of an id-less message outside Takeout for its key."""
     result = SegmentResult(start=task.start)
     records, starts = result.records, result.starts
-    for region in mbox.iter_regions(
-        stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
-    ):
+    regions = (
+        iter_length_regions(stream, start=task.start, stop=task.stop, chunk=READ_BYTES, tick=tick)
+        if task.length_framed
+        else mbox.iter_regions(
+            stream, start=task.start, stop=task.stop, align=not task.first, chunk=READ_BYTES, tick=tick
+        )
+    )
+    for region in regions:
         verdict = judge_region(
             region, include_spam_trash=task.include_spam_trash, warnings=result.warnings, now=task.now
         )

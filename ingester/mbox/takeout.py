@@ -105,7 +105,7 @@ def judge_region(
         mail_id = GMAIL_ID_KEY + gmail_id  # Takeout's separator carries the message's Gmail id
     else:
         mail_id = "hdr:" + hashlib.sha256(region.header_block).hexdigest()
-    if fields.content_length is not None:
+    if fields.content_length is not None and not region.length_framed:
         note = _length_note(region, fields.content_length)
         if note is not None:
             warnings.append(f"bytes {region.start}-{region.end}: {note}")
@@ -147,9 +147,10 @@ def judge_region(
 def _length_note(region: Region, stated: str) -> str | None:
     """What to warn when a Content-Length (mboxcl2) disagrees with the body the separator lines frame, or None.
 
-    Framing follows separator lines, never Content-Length; a body longer than stated is fine up to the blank
-    line (and its CR) before the next separator. A shorter one means a separator-shaped line inside the body
-    (an embedded message, perhaps counted on its own) or a changed file: the person should know.
+    Asked only in a file that is not Content-Length framed throughout (`ingester.mbox.lengths`), where framing
+    follows separator lines; a body longer than stated is fine up to the blank line (and its CR) before the next
+    separator. A shorter one means a separator-shaped line inside the body (an embedded message, perhaps counted
+    on its own) or a changed file: the person should know.
     """
     text = stated.strip()
     if not (text.isascii() and text.isdigit()) or len(text) > 18 or region.postmark is None:  # "²" is a digit

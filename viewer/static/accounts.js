@@ -1,6 +1,7 @@
-// The account switcher (`?account=` in the page's address: a switch keeps the rest of the URL), and the shown
-// account's freshness ("updated N min ago · next refresh in …") and refresh setting. The viewer never writes
-// these settings: it runs `gmail-stats account` for them (POST /api/account/settings).
+// The account switcher (`?account=` in the page's address: a switch keeps the rest of the URL), the header's one
+// freshness line ("Updated 10:42:05 · last complete run 12 min ago · next refresh in 48 min": when the page last read
+// the numbers, then the shown account's freshness) and its refresh setting. The viewer never writes these settings:
+// it runs `gmail-stats account` for them (POST /api/account/settings).
 
 import { api } from "./api.js";
 import { state } from "./state.js";
@@ -10,6 +11,8 @@ const NEW = "\u0000new"; // the "Add an account…" choice; no account name can 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 let shownKey = "";
 let currentName = "";
+let readAtUnix = null; // when the table's numbers were read from the database (the last poll that answered)
+let accountPart = ""; // the account's freshness, or why its refresh setting did not change
 
 function span(seconds) {
   const minutes = Math.round(Math.max(0, seconds) / 60);
@@ -19,15 +22,33 @@ function span(seconds) {
   return hours < 36 ? `${hours} h` : `${Math.round(hours / 24)} days`;
 }
 
-/** "updated 12 min ago · next refresh in 48 min", or what keeps the refresh from running. */
+/** "last complete run 12 min ago · next refresh in 48 min", or what keeps the refresh from running. */
 export function freshnessText(account, nowUnix) {
   const parts = [];
-  if (account.updated_at_unix) parts.push(`updated ${span(nowUnix - account.updated_at_unix)} ago`);
+  if (account.updated_at_unix) parts.push(`last complete run ${span(nowUnix - account.updated_at_unix)} ago`);
   if (account.needs_consent) parts.push("refresh paused: start a scan to give Gmail consent again");
   else if (account.refresh !== "off" && account.next_refresh_unix) {
     parts.push(account.next_refresh_unix <= nowUnix ? "refreshing soon" : `next refresh in ${span(account.next_refresh_unix - nowUnix)}`);
   }
   return parts.join(" · ");
+}
+
+function renderFreshness() {
+  const node = $("freshness");
+  const read = readAtUnix === null ? "" : `Updated ${new Date(readAtUnix * 1000).toLocaleTimeString()}`;
+  node.textContent = [read, accountPart].filter(Boolean).join(" · ");
+  node.title = "When these numbers were read from the database, and when a run last completed for this account";
+}
+
+/** The time the shown numbers were read (null: none to show, as when the database cannot be read). */
+export function setReadAt(unix) {
+  readAtUnix = unix;
+  renderFreshness();
+}
+
+function setAccountPart(text) {
+  accountPart = text;
+  renderFreshness();
 }
 
 function label(account) {
@@ -64,7 +85,7 @@ export async function loadAccounts() {
   document.body.dataset.accounts = String(accounts.length);
   renderSwitch(accounts, current);
   state.accountAddress = mine.gmail_address || "";
-  $("account-freshness").textContent = freshnessText(mine, body.now_unix);
+  setAccountPart(freshnessText(mine, body.now_unix));
   const choice = $("refresh-choice");
   $("refresh-field").classList.toggle("hidden", !mine.refresh_offered); // offered once a scan has completed
   if (document.activeElement !== choice) choice.value = mine.refresh;
@@ -102,7 +123,7 @@ export function wireAccounts() {
     try {
       await api("/api/account/settings", { body: { refresh: choice.value } });
     } catch (err) {
-      $("account-freshness").textContent = `refresh not changed: ${err.message}`;
+      setAccountPart(`refresh not changed: ${err.message}`);
     } finally {
       choice.disabled = false;
     }

@@ -2,7 +2,7 @@
 // every module is served from /static (CSP default-src 'self'), and every dynamic string goes through textContent.
 
 import { ApiFailure, Latest, api, setCsrf } from "./api.js";
-import { wireAccounts } from "./accounts.js";
+import { setReadAt, wireAccounts } from "./accounts.js";
 import { drawVolume } from "./chart.js";
 import { pickMonth } from "./finder.js";
 import { wireDetail } from "./detail.js";
@@ -36,7 +36,7 @@ function renderDbProblem(kind, detail) {
   richText($("db-problem-text"), problem[1].replace("{runs}", state.runsCommand));
   if (detail) $("db-problem-text").append(el("span", { cls: "error-text", text: ` (${detail})` }));
   for (const id of ["stats", "onboarding", "progress", "run-banner", "mixed"]) $(id).classList.add("hidden");
-  $("freshness").textContent = "";
+  setReadAt(null);
   return true;
 }
 

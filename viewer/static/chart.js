@@ -4,6 +4,7 @@ import { bytes, el, fmt } from "./util.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const HEIGHT = 160;
+const PHONE_HEIGHT = 112; // a phone's chart is lower, so the table's first row fits the first screen
 const PAD = { top: 12, right: 8, bottom: 22, left: 44 };
 
 function svg(tag, attrs = {}, text) {
@@ -61,14 +62,15 @@ export function drawVolume(container, volume, { caption = "Messages per month", 
   // Room for the longest axis label ("250,000"), so no label loses its first digits past the edge.
   const left = Math.max(PAD.left, 14 + fmt(max).length * 7);
   const plotW = width - left - PAD.right;
-  const plotH = HEIGHT - PAD.top - PAD.bottom;
+  const height = width < 520 ? PHONE_HEIGHT : HEIGHT;
+  const plotH = height - PAD.top - PAD.bottom;
   const slot = plotW / months.length;
   const barW = Math.max(1, slot * 0.8);
   const root = svg("svg", {
     class: "chart-svg",
-    viewBox: `0 0 ${width} ${HEIGHT}`,
+    viewBox: `0 0 ${width} ${height}`,
     width,
-    height: HEIGHT,
+    height,
     role: onPick ? "group" : "img", // an image holds no buttons (axe: nested-interactive)
     "aria-label": `${caption}: ${fmt(total)} messages from ${label(months[0].month)} to ${label(months[months.length - 1].month)}`,
   });
@@ -92,15 +94,18 @@ export function drawVolume(container, volume, { caption = "Messages per month", 
     if (onPick) pickable(bar, m, i === months.length - 1, onPick);
     root.append(bar);
   });
-  // Year ticks: January of each year (or the first month), thinned so labels never collide.
+  // Year ticks: January of each year (or the first month), thinned so labels never collide: a label needs 36 px
+  // from the one before, also when the first month sits just before a January.
   const every = Math.max(1, Math.ceil(36 / (slot * 12)));
   let shown = 0;
+  let lastX = -Infinity;
   months.forEach((m, i) => {
     if (!(m.month.endsWith("-01") || i === 0)) return;
     shown += 1;
-    if ((shown - 1) % every) return;
     const x = left + i * slot;
-    root.append(svg("text", { class: "axis", x, y: HEIGHT - 6, "text-anchor": "start" }, m.month.slice(0, 4)));
+    if ((shown - 1) % every || x - lastX < 36) return;
+    lastX = x;
+    root.append(svg("text", { class: "axis", x, y: height - 6, "text-anchor": "start" }, m.month.slice(0, 4)));
   });
   const table = el("table", { cls: "visually-hidden" }, [
     el("caption", { text: caption }),

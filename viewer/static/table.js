@@ -2,6 +2,7 @@
 // browser, sent as a registered set, `hidden=`, so they leave totals and paging too). Only the newest answer is
 // ever drawn.
 
+import { setReadAt } from "./accounts.js";
 import { Latest } from "./api.js";
 import { openDetail } from "./detail.js";
 import { daysBefore, findParams, readAddress, renderMonthFilter, wireFinder, writeAddress } from "./finder.js";
@@ -185,9 +186,7 @@ export function renderTable(page) {
   renderHead();
   const items = state.view === "domains" ? page.domains || [] : page.senders || [];
   renderTiles(page);
-  const freshness = $("freshness");
-  freshness.textContent = `Updated ${new Date(page.generated_at_unix * 1000).toLocaleTimeString()}`;
-  freshness.title = "When these numbers were read from the database";
+  setReadAt(page.generated_at_unix);
 
   const topCount = items.reduce((max, s) => Math.max(max, s.mails_sent), 0);
   const rows = items
