@@ -11,6 +11,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,20 @@ def test_two_accounts_import_side_by_side_in_two_runners_each_exact(
     assert query(stack.data / "stats.old.db", "SELECT state, outcome FROM ingest_runs") == [("done", "complete")]
     launcher.reap()
     assert sorted(p.name for p in stack.requests.iterdir()) == []  # both spent requests deleted
+
+
+def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_port_free(stack: Stack) -> None:
+    """An unattended scan never asks for consent, so it leaves the first scan runner (the one publishing the host's
+    callback port) to a scan the person starts. Without credentials it fails at once, which is all this needs."""
+    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
+    runners = stack.provision()
+    assert len(runners.scans) == 2
+    launcher = stack.launcher(runners)
+    launched = launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex, unattended=True))
+    assert launched.handle.startswith(f"{runners.scans[-1]}@")
+    assert launcher.wait_for_exit(launched, timeout=60)
+    assert any("credentials.json" in line for line in launcher.log_tail(launched))
+    assert launcher.consent_listener(launched, redirect_port=8765) == (runners.scans[-1], 8765)
 
 
 def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: Stack) -> None:
