@@ -55,9 +55,9 @@ class SnapshotCache:
                 self._entries.clear()
                 self._locks.clear()
                 self._bytes = 0
-            if generation != self._generation:  # an older snapshot: right for its reader, never kept
-                return compute()
-            lock = self._locks.setdefault(key, threading.Lock())
+            lock = self._locks.setdefault(key, threading.Lock()) if generation == self._generation else None
+        if lock is None:  # an older snapshot: right for its reader, never kept (computed outside the guard, which
+            return compute()  # a nested `get` of the answer, such as the hidden senders' sums, takes again)
         with lock:
             with self._guard:
                 entry = self._entries.get(key) if generation == self._generation else None
