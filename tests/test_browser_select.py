@@ -188,7 +188,11 @@ def test_kept_senders_leave_the_presets_not_the_table(chromium: Browser, site: s
     page.evaluate(f"localStorage.setItem('gmail-stats.hidden', JSON.stringify({two}))")
     page.reload()
     expect(page.locator("#hidden-count")).to_have_text("2")
+    # The table and the chart drawn: nothing above the toolbar moves any more, so the click lands on the toggle.
+    expect(page.locator("#range")).to_have_text(re.compile(r" senders$"))
+    expect(page.locator("#chart-all svg")).to_have_count(1)
     page.locator("#hidden-toggle").click()
+    expect(page.locator("#hidden-toggle")).to_have_attribute("aria-expanded", "true")
     page.locator("#unhide-all").click()
     expect(page.locator("#hidden-count")).to_have_text("0")
     expect(page.locator("#undo-text")).to_have_text("Unhid 2 senders.")
