@@ -15,8 +15,12 @@ const SUCCESSORS = {
   history: ["#progress-cancel", "#progress", "#history-list button", "#history"],
 };
 const FOCUSABLE = "button, a[href], input, select, textarea, summary, [tabindex]";
+const FOCUSABLE_NATIVE = "button, a[href], input, select, textarea, summary"; // a control, not a stand-in region
 
 let last = null; // { node, key } of the element focused last
+// Where focus went in place of a successor not shown yet (a region while its run starts): it moves on to the
+// better successor once that appears, unless the person has moved focus since.
+let standIn = null; // { node, key }
 
 function usable(node) {
   if (!node || !node.isConnected || node.disabled) return false;
@@ -109,6 +113,15 @@ export function moveFocus(node, { scroll = true } = {}) {
 // Run from the MutationObserver's microtask, right after the change and before anything paints or any other task
 // runs, so focus is never seen resting on <body>; `checkVisibility` brings the styles up to date first.
 function check() {
+  if (standIn) {
+    const node = standIn.node;
+    const better = document.activeElement === node && usable(node) ? successor(standIn.key) : null;
+    if (better !== node) standIn = null;
+    if (better && better !== node) { // shown before the stand-in in the successors' order: where focus belongs
+      moveFocus(better);
+      return;
+    }
+  }
   if (!last) return;
   const active = document.activeElement;
   if (active && active !== document.body && active !== last.node) return; // focus is somewhere on purpose
@@ -117,9 +130,11 @@ function check() {
     return;
   }
   if (last.node.closest && last.node.closest("dialog")) return; // the dialog returns focus itself (detail.js)
-  const target = equivalent(last.key);
-  const samePlace = Boolean(last.key.row || last.key.run || last.key.sort);
+  const key = last.key;
+  const target = equivalent(key);
+  const samePlace = Boolean(key.row || key.run || key.sort);
   moveFocus(target, { scroll: !samePlace });
+  standIn = target && target === successor(key) && !target.matches(FOCUSABLE_NATIVE) ? { node: target, key } : null;
 }
 
 export function wireFocus() {
