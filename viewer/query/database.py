@@ -96,9 +96,9 @@ class Database:
     def snapshot(self, conn: Connection) -> Snapshot:
         """The state, totals and generation this connection's transaction reads (its first statement begins it)."""
         state, _version = queries.schema_state(conn)
-        generation = queries.generation(conn) if state is DbState.READY else None
         if state is not DbState.READY:
             return Snapshot(state=state, totals=None, mix=None, generation=None)
+        generation = queries.generation(conn)
         totals, mix = self.cache.get(generation, "facts", lambda: (queries.totals(conn), queries.source_mix(conn)))
         state = DbState.READY if totals.senders else DbState.EMPTY
         return Snapshot(state=state, totals=totals, mix=mix, generation=generation)

@@ -59,7 +59,10 @@ def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
     if alone and not sender_queries.uses_trigrams(f.q):
         dense = exact and _looks_dense(conn, sender_queries.key_like(f.q))
         return _search_match(conn, f, dense=dense, exact=exact)
-    common = _common(conn, f.q)
+    # The trigram index matches more than SPARSE_LIMIT senders for `q` (a bounded count of its own).
+    common = sender_queries.uses_trigrams(f.q) and (
+        sender_queries.trigram_hits(conn, f.q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
+    )
     if alone and common:
         return _search_match(conn, f, dense=exact, exact=exact)
     condition = sender_queries.where(f, search_by_row=common)
@@ -82,13 +85,6 @@ def _search_alone(f: SenderFilter) -> bool:
     return bool(f.q) and only_search and (f.q.isascii() or not sender_queries.uses_trigrams(f.q))
 
 
-def _common(conn: Connection, q: str) -> bool:
-    """True when the trigram index matches more than SPARSE_LIMIT senders for `q` (a bounded count of its own)."""
-    return (
-        sender_queries.uses_trigrams(q) and sender_queries.trigram_hits(conn, q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
-    )
-
-
 def _search_match(conn: Connection, f: SenderFilter, *, dense: bool, exact: bool) -> Match:
     """A search tested on every sender, read from the covering index `ix_senders_search` in one pass: a count alone
     when the matches are likely many (`dense`: a sample said so, or the trigram index), else the ids of the first
@@ -99,7 +95,9 @@ def _search_match(conn: Connection, f: SenderFilter, *, dense: bool, exact: bool
     hidden = and_(like, in_values(_S.sender, f.exclude))
     if dense:
         count, messages = _sums(conn, like)
-        kept = None if count > SPARSE_LIMIT else _ids(conn, like)
+        kept = None
+        if count <= SPARSE_LIMIT:
+            kept = str(conn.execute(select(func.json_group_array(_S.id)).where(like)).scalar_one())
     else:
         first = (
             select(_S.search_key, _S.id, _S.mails_sent)
@@ -158,7 +156,3 @@ def _sums(conn: Connection, *conditions: ColumnElement[bool]) -> tuple[int, int]
         select(func.count(), func.coalesce(func.sum(_S.mails_sent), 0)).where(*conditions)
     ).one()
     return int(count), int(messages)
-
-
-def _ids(conn: Connection, like: ColumnElement[bool]) -> str:
-    return str(conn.execute(select(func.json_group_array(_S.id)).where(like)).scalar_one())

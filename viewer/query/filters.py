@@ -30,17 +30,9 @@ class SenderFilter:
     month: str | None = None  # "YYYY-MM" (UTC): senders with counted mail in that month (the chart's bar)
 
     @property
-    def extended(self) -> bool:
-        """True when a date, size or month term is set (`viewer.query.sender_queries._extended` matches them)."""
-        return self.choice != _NO_CHOICE or self.month is not None
-
-    @property
     def narrows(self) -> bool:
-        """True when any filter besides `exclude` is set (then the matching count is not the table's)."""
+        """True when any filter besides `exclude` is set (then the matching count is not the table's); the terms
+        `viewer.query.sender_queries.where` adds."""
         return bool(self.q or self.domain is not None or self.min_messages > 1 or self.min_unread_ratio > 0) or (
-            self.has_unsubscribe is not None or self.extended
+            self.has_unsubscribe is not None or self.choice != _NO_CHOICE or self.month is not None
         )
-
-    def key(self) -> tuple[object, ...]:
-        shown = (self.q, self.domain, self.min_messages, self.min_unread_ratio, self.has_unsubscribe)
-        return (*shown, self.exclude, self.choice, self.month)

@@ -8,15 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import Connection, and_, func, literal, select
+from sqlalchemy import Connection, func, literal, select
 
 from shared.schema.migration_generation import READ_SQL
 from shared.schema.migrations import LATEST_VERSION, schema_version
 from shared.schema.models import Source, domains, ingest_runs, seen_mails
 
-_SEEN = seen_mails
-_RUNS = ingest_runs
-_EXPORT_CHUNK = 2000
 Generation = tuple[str, int]  # (the file's epoch, its generation): the one cache's key
 
 
@@ -66,19 +63,14 @@ def totals(conn: Connection) -> Totals:
 
 def source_mix(conn: Connection) -> SourceMix:
     """Counts scan rows lacking a Message-ID (served by the `rfc_message_id` index), and whether mbox data exists."""
-    unrepaired = int(
-        conn.execute(
-            select(func.count())
-            .select_from(_SEEN)
-            .where(and_(_SEEN.c.rfc_message_id.is_(None), _SEEN.c.source == str(Source.GMAIL_API)))
-        ).scalar_one()
-    )
+    seen, runs = seen_mails.c, ingest_runs.c
+    unrepaired = conn.execute(
+        select(func.count()).where(seen.rfc_message_id.is_(None), seen.source == str(Source.GMAIL_API))
+    ).scalar_one()
     if unrepaired == 0:
         return SourceMix(mixed_sources=False, unrepaired_count=0)
-    imported = conn.execute(
-        select(literal(1)).select_from(_RUNS).where(_RUNS.c.source == str(Source.MBOX)).limit(1)
-    ).first()
-    return SourceMix(mixed_sources=imported is not None, unrepaired_count=unrepaired)
+    imported = conn.execute(select(literal(1)).where(runs.source == str(Source.MBOX)).limit(1)).first()
+    return SourceMix(mixed_sources=imported is not None, unrepaired_count=int(unrepaired))
 
 
 def generation(conn: Connection) -> Generation | None:

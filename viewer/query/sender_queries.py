@@ -31,7 +31,7 @@ from sqlalchemy import (
 from shared.schema.models import sender_months, senders
 from shared.sender_list import LIST_COLUMNS, UNREAD_RATIO, SenderListRow, chosen, iter_rows, row_of
 from viewer.query.filters import SenderFilter
-from viewer.query.sql_lists import in_values
+from viewer.query.sql_lists import contains, in_values
 
 if TYPE_CHECKING:
     from viewer.query.filter_match import Match
@@ -82,27 +82,17 @@ def uses_trigrams(q: str) -> bool:
 def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
     """How many senders (counting no further than `up_to`) the trigram index matches for `q`: its own doclists
     only, no row is read."""
-    count = conn.execute(
-        text(f"SELECT count(*) FROM ({_IN_INDEX} LIMIT :n)"),
-        {"phrase": fts_phrase(q), "n": up_to},
-    ).scalar_one()
-    return int(count)
+    bounded = text(f"SELECT count(*) FROM ({_IN_INDEX} LIMIT :n)")
+    return int(conn.execute(bounded, {"phrase": fts_phrase(q), "n": up_to}).scalar_one())
 
 
 def key_like(q: str) -> ColumnElement[bool]:
-    """`q` anywhere in the address or the name, as `LIKE` means it (ASCII letters in either case): one `LIKE` on
-    `search_key` (address, newline, name), which `ix_senders_search` covers. A search holding a newline could
-    match across the two, so it tests each instead."""
-    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    """`q` anywhere in the address or the name, as `LIKE` means it: one `LIKE` on `search_key` (address, newline,
+    name), which `ix_senders_search` covers. A search holding a newline could match across the two, so it tests
+    each instead."""
     if "\n" in q:
-        return or_(_S.sender.like(pattern, escape="\\"), _S.display_name.like(pattern, escape="\\"))
-    return _S.search_key.like(pattern, escape="\\")
-
-
-def _tested_by_row(q: str, *, common: bool) -> bool:
-    """True when a search is `key_like` alone, tested on each sender: too short for the trigram index, or ASCII
-    and common (see `_search`)."""
-    return bool(q) and (not uses_trigrams(q) or (common and q.isascii()))
+        return or_(contains(_S.sender, q), contains(_S.display_name, q))
+    return contains(_S.search_key, q)
 
 
 def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
@@ -113,7 +103,7 @@ def _search(q: str, *, dense: bool) -> ColumnElement[bool]:
     row by row, for a common search whose index answer would list most senders. A search with other characters
     keeps the index's Unicode case folding, which `LIKE` lacks.
     """
-    if _tested_by_row(q, common=dense):
+    if not uses_trigrams(q) or (dense and q.isascii()):
         return key_like(q)
     in_index = _S.id.in_(text(_IN_INDEX).bindparams(phrase=fts_phrase(q)).columns(column("rowid", Integer)))
     if not q.isascii():
@@ -140,74 +130,60 @@ def where(f: SenderFilter, *, search_by_row: bool = False) -> ColumnElement[bool
         parts.append(known if f.has_unsubscribe else not_(known))
     if f.exclude:
         parts.append(not_(in_values(_S.sender, f.exclude)))
-    if f.extended:
-        parts.extend(_extended(f))
+    parts.extend(chosen(f.choice))  # the date and size terms, `gmail-stats export`'s too
+    if f.month is not None:
+        parts.append(_S.sender.in_(select(sender_months.c.sender).where(sender_months.c.month == f.month)))
     return and_(true(), *parts)
 
 
-def _extended(f: SenderFilter) -> list[ColumnElement[bool]]:
-    """The date and size terms (`gmail-stats export`'s too) and the month term (`SenderFilter.extended`)."""
-    parts = chosen(f.choice)
-    if f.month is not None:
-        in_month = select(sender_months.c.sender).where(sender_months.c.month == f.month)
-        parts.append(_S.sender.in_(in_month))
-    return parts
+_SORT_COLUMNS: dict[SortKey, Any] = {
+    SortKey.MAILS_SENT: _S.mails_sent,
+    SortKey.SENDER: _S.sender,
+    SortKey.NAME: NAME,
+    SortKey.LAST_SEEN: _S.last_seen_unix,
+    SortKey.FIRST_SEEN: _S.first_seen_unix,
+    SortKey.BYTES: _S.bytes,
+    SortKey.UNREAD_RATIO: UNREAD_RATIO,
+    SortKey.UNREAD: _S.unread,
+}
 
 
 def order_by(sort: SortKey, order: SortOrder) -> list[Any]:
-    """Ascending is the exact reverse of descending (tie-break included), so one index serves both."""
-    if sort is SortKey.SENDER:
-        return [_S.sender.desc() if order is SortOrder.DESC else _S.sender.asc()]
-    column: Any = {
-        SortKey.MAILS_SENT: _S.mails_sent,
-        SortKey.LAST_SEEN: _S.last_seen_unix,
-        SortKey.FIRST_SEEN: _S.first_seen_unix,
-        SortKey.BYTES: _S.bytes,
-        SortKey.UNREAD_RATIO: UNREAD_RATIO,
-        SortKey.UNREAD: _S.unread,
-        SortKey.NAME: NAME,
-    }[sort]
-    if sort is SortKey.MAILS_SENT:  # `ix_senders_mails_sent (mails_sent DESC, sender)`: ties A→Z when descending
-        if order is SortOrder.DESC:
-            return [column.desc(), _S.sender.asc()]
-        return [column.asc(), _S.sender.desc()]
-    # The other indexes are `(value, sender)`: ties run the same way as the value, so a walk of the index in
-    # either direction is the whole order (a tie-break the other way makes SQLite sort every run of equal values,
-    # e.g. the many senders whose mail is all unread).
-    if order is SortOrder.DESC:
-        return [column.desc(), _S.sender.desc()]
-    return [column.asc(), _S.sender.asc()]
+    desc = order is SortOrder.DESC
+    return index_order(_SORT_COLUMNS[sort], _S.sender, desc=desc, ties_opposite=sort is SortKey.MAILS_SENT)
+
+
+def index_order(value: Any, key: Any, *, desc: bool, ties_opposite: bool) -> list[Any]:
+    """`value`, then the unique `key` for ties (nothing more when `value` is `key`), as one index serves both
+    directions: ascending is the exact reverse of descending, tie-break included.
+
+    The mail-count indexes are `(mails_sent DESC, key)`: ties A→Z when descending (`ties_opposite`). The others are
+    `(value, key)`: ties run the same way as the value, so a walk of the index in either direction is the whole
+    order (a tie-break the other way makes SQLite sort every run of equal values, e.g. the many senders whose mail
+    is all unread).
+    """
+    terms = [value.desc() if desc else value.asc()]
+    if value is not key:
+        terms.append(key.desc() if desc != ties_opposite else key.asc())
+    return terms
 
 
 def senders_page(
-    conn: Connection,
-    *,
-    f: SenderFilter,
-    sort: SortKey,
-    order: SortOrder,
-    offset: int,
-    limit: int,
-    counted: Match | tuple[int, int],
+    conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder, offset: int, limit: int, counted: Match
 ) -> SendersPage:
     """One page. `counted`: what `filter_match.match` found for a narrowing filter, or, when nothing narrows, the
-    (senders, messages) the caller already has (the table's totals less hidden senders)."""
-    stmt = select(*LIST_COLUMNS)
-    messages: int | None
-    if isinstance(counted, tuple):
-        total, messages = counted
-        stmt = stmt.where(where(f))
-    elif counted.total == 0:
+    table's totals less hidden senders (no ids)."""
+    if counted.total == 0:
         return SendersPage(0, 0, [])
-    elif counted.ids is None:  # many: walk the sort's index, testing each row
-        total, messages = counted.total, counted.messages
+    stmt = select(*LIST_COLUMNS)
+    if counted.ids is None:  # many: walk the sort's index, testing each row
         stmt = stmt.where(where(f, search_by_row=True))
     else:  # few: look those rows up by id and sort just them, never walk an index looking for them
-        total, messages = counted.total, counted.messages
         ids = func.json_each(counted.ids).table_valued("value").alias("matched")
         stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
-    exact = isinstance(counted, tuple) or counted.exact
-    return SendersPage(total, messages, [row_of(r) for r in conn.execute(stmt)], total_exact=exact)
+    rows = [row_of(r) for r in conn.execute(stmt)]
+    return SendersPage(counted.total, counted.messages, rows, total_exact=counted.exact)
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:

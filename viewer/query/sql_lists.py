@@ -1,4 +1,4 @@
-"""Lists of any length bound into SQL as one JSON array parameter (hidden senders, matching ids).
+"""Lists of any length bound into SQL as one JSON array parameter (hidden senders, matching ids), and `LIKE` terms.
 
 SQLite caps bound parameters (32,766), and a list of a thousand hidden senders should not become a thousand of
 them; `IN (SELECT value FROM json_each(?))` is still one index lookup per member. SQLite's JSON reads a string only
@@ -22,17 +22,19 @@ def in_values(column: ColumnElement[Any], values: Iterable[str | int]) -> Column
     if not with_nul:
         return in_json(column, json.dumps(listed))
     plain = [v for v in listed if not (isinstance(v, str) and "\x00" in v)]
+    # As SQLite stores text (a lone surrogate cannot be stored, so its bytes match nothing).
     spelled: list[ColumnElement[Any]] = [
-        literal_column(f"CAST(X'{_utf8(v).hex()}' AS TEXT)") for v in with_nul if isinstance(v, str)
+        literal_column(f"CAST(X'{v.encode('utf-8', 'surrogatepass').hex()}' AS TEXT)") for v in with_nul
     ]
     return or_(in_json(column, json.dumps(plain)), column.in_(spelled))
-
-
-def _utf8(value: str) -> bytes:
-    """As SQLite stores text (a lone surrogate cannot be stored, so its bytes match nothing)."""
-    return value.encode("utf-8", "surrogatepass")
 
 
 def in_json(column: ColumnElement[Any], array: str) -> ColumnElement[bool]:
     """`column IN` the members of a JSON array given as text (e.g. one built by SQLite's `json_group_array`)."""
     return column.in_(select(func.json_each(array).table_valued("value").c.value))
+
+
+def contains(column: ColumnElement[str], q: str) -> ColumnElement[bool]:
+    """`q` anywhere in `column`, as `LIKE` means it (ASCII letters in either case), its wildcards escaped."""
+    pattern = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return column.like(pattern, escape="\\")

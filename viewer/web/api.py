@@ -16,11 +16,11 @@ from shared.errors import ErrorKind
 from shared.sender_list import SenderListRow
 from shared.summary import SenderRow, all_senders
 from viewer.errors import ApiError
-from viewer.query import filter_match, hidden_queries, rollup_queries, sender_queries, volume_queries
+from viewer.query import filter_match, rollup_queries, sender_queries
 from viewer.query.cache import SnapshotCache, weight
 from viewer.query.database import Database, Snapshot
 from viewer.query.filters import SenderFilter
-from viewer.query.hidden_queries import HiddenSet
+from viewer.query.hidden import HiddenSet, hidden_set
 from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SortKey, SortOrder
@@ -78,7 +78,7 @@ def summary(database: DatabaseDep, clock: ClockDep, response: Response) -> Summa
 
 def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
     """The hidden senders that exist and their sums, once per set and generation (every route subtracts them)."""
-    return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_queries.hidden_set(conn, exclude))
+    return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_set(conn, exclude))
 
 
 def _match_weight(found: filter_match.Match) -> int:
@@ -96,7 +96,7 @@ async def senders(
     exact_count: Annotated[bool, Query(description="count past 30,000 matches (slower on a broad filter)")] = False,
 ) -> Response:
     database, clock = state.database, state.clock
-    key = ("senders", f.key(), sort, order, offset, limit, exact_count)
+    key = ("senders", f, sort, order, offset, limit, exact_count)
 
     def compute() -> Read:
         now, generation = int(clock()), None
@@ -143,10 +143,10 @@ def _senders(
     _, _, sort, order, offset, limit, exact = key
     cache = database.cache
     hidden = _hidden(cache, snap, conn, f.exclude)
-    counted: filter_match.Match | tuple[int, int] = (totals.senders - hidden.senders, totals.messages - hidden.messages)
+    counted = filter_match.Match(totals.senders - hidden.senders, totals.messages - hidden.messages, None)
     if f.narrows:  # the same filter on another page or sort, or polled: counted once per generation
         counted = cache.get(
-            snap.generation, ("match", f.key(), exact), lambda: filter_match.match(conn, f, exact=exact), _match_weight
+            snap.generation, ("match", f, exact), lambda: filter_match.match(conn, f, exact=exact), _match_weight
         )
     page = sender_queries.senders_page(conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted)
     top = sender_queries.top_sender(conn, exclude=f.exclude)
@@ -183,8 +183,7 @@ def domain_page(
         offset=offset,
         limit=limit,
         totals=snap.totals,
-        hidden=hidden.by_domain,
-        seen=hidden_queries.seen_lookup(conn, hidden),
+        hidden=hidden,
     )
 
 
@@ -236,13 +235,8 @@ async def volume(
 
     def series(conn: Connection, snap: Snapshot, totals: Totals) -> bytes:
         hidden = _hidden(database.cache, snap, conn, f.exclude)
-        found = volume_queries.volume(
-            conn,
-            sender=sender,
-            domain=f.domain,
-            total=totals.messages - hidden.messages,
-            hidden=hidden,
-            hidden_months=lambda: hidden_queries.months_of(conn, f.exclude),
+        found = rollup_queries.volume(
+            conn, sender=sender, domain=f.domain, total=totals.messages - hidden.messages, hidden=hidden
         )
         if found is None:
             raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
