@@ -55,7 +55,10 @@ def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
     more than the scan it would save. A search alone (hidden senders aside) that is, or may be, tested on every
     sender is read from `ix_senders_search` (see `_search_match`).
     """
-    alone = _search_alone(f)
+    # A search and nothing else but hidden senders, that `LIKE` may decide on each sender's key (ASCII, or too short
+    # for the trigram index, whose Unicode folding other searches keep).
+    only_search = bool(f.q) and replace(f, exclude=()) == SenderFilter(q=f.q)
+    alone = only_search and (f.q.isascii() or not sender_queries.uses_trigrams(f.q))
     if alone and not sender_queries.uses_trigrams(f.q):
         dense = exact and _looks_dense(conn, sender_queries.key_like(f.q))
         return _search_match(conn, f, dense=dense, exact=exact)
@@ -76,13 +79,6 @@ def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
         return CAPPED
     total, messages = _sums(conn, condition)
     return Match(total, messages, None)
-
-
-def _search_alone(f: SenderFilter) -> bool:
-    """True for a search and nothing else but hidden senders, that `LIKE` may decide on each sender's key (ASCII, or
-    too short for the trigram index, whose Unicode folding other searches keep)."""
-    only_search = replace(f, exclude=()) == SenderFilter(q=f.q)
-    return bool(f.q) and only_search and (f.q.isascii() or not sender_queries.uses_trigrams(f.q))
 
 
 def _search_match(conn: Connection, f: SenderFilter, *, dense: bool, exact: bool) -> Match:

@@ -71,7 +71,6 @@ class MonthCount:
 class Volume:
     months: list[MonthCount]
     undated: int
-    messages: int
 
 
 def _ratio(unread: int, mails: int) -> float:
@@ -217,4 +216,4 @@ def volume(conn: Connection, *, sender: str | None, domain: str | None, total: i
         sums[0] -= n
         sums[1] -= b
     series = _fill(found)
-    return Volume(months=series, undated=messages - sum(m.messages for m in series), messages=messages)
+    return Volume(months=series, undated=messages - sum(m.messages for m in series))

@@ -70,13 +70,12 @@ def fts_phrase(q: str) -> str:
     return '"' + q.replace('"', '""') + '"'
 
 
-TRIGRAM = 3
 _IN_INDEX = "SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase"  # the senders a phrase matches
 
 
 def uses_trigrams(q: str) -> bool:
-    """True when the search is long enough for the trigram index."""
-    return len(q) >= TRIGRAM
+    """True when the search is long enough for the trigram index (three characters)."""
+    return len(q) >= 3
 
 
 def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
