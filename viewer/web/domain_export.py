@@ -14,9 +14,8 @@ from viewer.query.database import Snapshot
 from viewer.query.rollup_queries import DomainRow, DomainSort
 from viewer.query.sender_queries import SortOrder
 from viewer.web.api import domain_page
-from viewer.web.deps import StateDep
+from viewer.web.deps import FilterDep, StateDep
 from viewer.web.export import csv_response, spooled_csv
-from viewer.web.filter_params import FilterDep
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)

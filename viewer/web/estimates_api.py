@@ -22,8 +22,9 @@ from shared.lock import is_lock_held
 from shared.sampling.estimator import Estimate, Interval, estimate_groups
 from shared.sampling.sample_reads import SampleState, read_sample, read_sample_state
 from shared.text.csv_cells import neutralise_row
+from viewer.query.database import Database
 from viewer.query.queries import DbState
-from viewer.web.deps import ClockDep, DatabaseDep, SettingsDep
+from viewer.web.deps import StateDep
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
@@ -127,7 +128,7 @@ def _row(e: Estimate) -> EstimatedRowOut:
     )
 
 
-def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | None, list[Estimate]]:
+def _answer(database: Database, by: str, now: float) -> tuple[SampleState | None, list[Estimate]]:
     if not database.exists():
         return None, []
     with database.connect() as conn:
@@ -141,15 +142,13 @@ def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | N
 
 
 @router.get("/estimates", response_model=EstimatesOut)
-def estimates(
-    database: DatabaseDep, settings: SettingsDep, clock: ClockDep, by: By = "sender", limit: Limit = 50
-) -> EstimatesOut:
+def estimates(viewer: StateDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
-    now = clock()
-    state, found = _answer(database, by, now)
+    now = viewer.clock()
+    state, found = _answer(viewer.database, by, now)
     if state is None:
         return EstimatesOut(estimated=False, phase="exact", by=by, sample=None, rows=[])
-    phase = _phase(state, lock_held=is_lock_held(settings.db))
+    phase = _phase(state, lock_held=is_lock_held(viewer.settings.db))
     sample = SampleOut(
         run_id=state.run_id,
         run_state=state.run_state,
@@ -165,9 +164,9 @@ def estimates(
 
 
 @router.get("/estimates.csv", response_class=Response)
-def estimates_csv(database: DatabaseDep, clock: ClockDep, by: By = "sender") -> Response:
+def estimates_csv(viewer: StateDep, by: By = "sender") -> Response:
     """Every estimate as CSV; each figure's column says `estimated_`, with its 95% interval beside it."""
-    state, found = _answer(database, by, clock())
+    state, found = _answer(viewer.database, by, viewer.clock())
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)

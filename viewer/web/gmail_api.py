@@ -24,8 +24,7 @@ from viewer.query.filters import SenderFilter
 from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
-from viewer.web.deps import ClockDep, DatabaseDep, StateDep
-from viewer.web.filter_params import FilterDep
+from viewer.web.deps import FilterDep, StateDep
 from viewer.web.schemas import ERROR_RESPONSES, GmailLinkOut, GmailLinksOut
 
 router = APIRouter(prefix="/api/gmail", responses=ERROR_RESPONSES)
@@ -67,7 +66,6 @@ def _address(state: StateDep, address: str | None) -> str | None:
 
 @router.get("/links", response_model=GmailLinksOut)
 def gmail_links(
-    database: DatabaseDep,
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
@@ -81,7 +79,7 @@ def gmail_links(
     narrowing = Narrowing(
         unread_only=unread, older_than_months=older_than_months, larger_than_mb=larger_mb, in_inbox=inbox
     )
-    made = split_links(_senders(database, state, selected, f), narrowing, account=_address(state, address))
+    made = split_links(_senders(state.database, state, selected, f), narrowing, account=_address(state, address))
     return GmailLinksOut(
         links=[
             GmailLinkOut(number=link.number, query=link.query, url=link.url, senders=len(link.senders))
@@ -98,8 +96,6 @@ def gmail_links(
     responses={200: {"content": {"application/xml": {"schema": {"type": "string"}}}, "description": "filters"}},
 )
 def gmail_filters(
-    database: DatabaseDep,
-    clock: ClockDep,
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
@@ -114,9 +110,9 @@ def gmail_filters(
     actions = FilterActions(archive=archive, mark_read=mark_read, trash=trash, never_spam=never_spam, label=label)
     try:
         made = filters_file(
-            _senders(database, state, selected, f),
+            _senders(state.database, state, selected, f),
             actions,
-            now=datetime.fromtimestamp(clock(), tz=UTC),
+            now=datetime.fromtimestamp(state.clock(), tz=UTC),
             author=_address(state, address),
         )
     except UsageError as exc:
