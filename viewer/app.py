@@ -57,7 +57,7 @@ def launcher_for(settings: ViewerSettings) -> Launcher:
         except ImportError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
         try:
-            return DockerLauncher.from_settings(settings)
+            return DockerLauncher.from_runners_file()
         except LaunchError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker: {exc}; {exc.hint}") from exc
     command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()

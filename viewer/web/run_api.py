@@ -96,7 +96,7 @@ def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
     if not database.exists():
         return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
     with database.connect() as conn:
-        snap = database.snapshot(conn)
+        snap = database.snapshot(conn, with_totals=False)
 
         def read() -> _RunFacts:
             mix = snap.mix
