@@ -52,12 +52,11 @@ class AccountSettingsBody(BaseModel):
 
 
 def _account_out(state: ViewerState) -> AccountOut:
-    database, control = state.database, state.control
-    db, fresh = DbState.MISSING, None
+    database, db = state.database, DbState.MISSING
     if database.exists():
         with database.connect() as conn:
             db = database.snapshot(conn).state
-        fresh = account_freshness(control)
+    fresh = account_freshness(state.control)  # None while the database is missing
     return AccountOut(
         name=state.account,
         gmail_address=fresh.gmail_address if fresh else None,

@@ -26,7 +26,7 @@ from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SortKey, SortOrder
 from viewer.web.answers import cached_answer, generation_headers
 from viewer.web.deps import FilterDep, StateDep
-from viewer.web.export import build_csv, csv_response
+from viewer.web.export import senders_csv
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -214,7 +214,7 @@ def export_csv(
 ) -> StreamingResponse:
     """The senders the page shows with the same filters and sort, every page at once; dates in ISO 8601 (UTC)."""
     # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
-    return csv_response(build_csv(state.database, f=f, sort=sort, order=order), filename="gmail-stats-senders.csv")
+    return senders_csv(state.database, f=f, sort=sort, order=order)
 
 
 @router.post("/hidden")
