@@ -15,7 +15,7 @@ from shared.account_store import is_address
 from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from viewer.errors import ApiError
-from viewer.launch.refresh import account_freshness
+from viewer.launch.refresh import freshness
 from viewer.query.queries import DbState
 from viewer.web.deps import AccountsDep, ClockDep, StateDep, ViewerState
 from viewer.web.schemas import ERROR_RESPONSES
@@ -52,12 +52,12 @@ class AccountSettingsBody(BaseModel):
 
 
 def _account_out(state: ViewerState) -> AccountOut:
-    database, control = state.database, state.control
+    database = state.database
     db, fresh = DbState.MISSING, None
     if database.exists():
         with database.connect() as conn:
             db = database.snapshot(conn).state
-        fresh = account_freshness(control)
+        fresh = database.read_ready(freshness)
     return AccountOut(
         name=state.account,
         gmail_address=fresh.gmail_address if fresh else None,
