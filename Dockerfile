@@ -9,12 +9,20 @@ WORKDIR /src
 COPY .ci/requirements/runtime.txt requirements.txt
 # Google's client ships ~110 MB of discovery documents; the scan only uses Gmail's. Bytecode stays: the root
 # filesystem is read-only at run time, so compiled modules are what keeps a launch fast.
+# PRUNED: installed as dependencies but never imported by what we run: google-auth's pure-Python RSA fallback's
+# ASN.1 (pyasn1; cryptography is the one it uses), rich's syntax highlighting and Markdown (pygments, markdown_it),
+# SQLAlchemy's asyncio bridge (greenlet) and its other databases' dialects and test suite. Our code and Google's
+# OAuth and API clients import without them (tests/test_docker_image.py checks it).
+ARG PRUNED="pyasn1 pyasn1-* pyasn1_modules pyasn1_modules-* pygments pygments-* markdown_it markdown_it_py-* \
+mdurl mdurl-* greenlet greenlet-*"
 RUN python3 -m venv /opt/venv \
     && /opt/venv/bin/pip install --quiet --require-hashes --no-deps -r requirements.txt \
     && find /opt/venv/lib/python3*/site-packages/googleapiclient/discovery_cache/documents \
         -name '*.json' ! -name 'gmail.*' -delete \
     && cd /opt/venv/lib/python3*/site-packages \
-    && rm -rf pip pip-* setuptools setuptools-* pkg_resources _distutils_hack distutils-precedence.pth
+    && rm -rf pip pip-* setuptools setuptools-* pkg_resources _distutils_hack distutils-precedence.pth \
+    && rm -rf $PRUNED sqlalchemy/testing \
+    && cd sqlalchemy/dialects && rm -rf mssql mysql oracle postgresql
 
 # Runtime stage: the venv, the three packages, HAProxy from Debian (the viewer's Docker API filter), two non-root
 # users (10001 runs the web process and the ingesters, 10002 only the filter); nothing else.

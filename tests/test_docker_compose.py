@@ -123,9 +123,9 @@ def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(projec
         launched = launcher.launch(
             LaunchRequest(LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, import_path="a.mbox")
         )
-        throttle(runners.import_name, cpus="0.03")
+        throttle(runners.imports[0], cpus="0.03")
         wait_for(lambda: any(r["state"] == "running" for r in project.runs()), timeout=90, what="launched run")
-        with paused(runners.import_name):  # holding the lock mid-run while both are refused, on any machine
+        with paused(runners.imports[0]):  # holding the lock mid-run while both are refused, on any machine
             refused = project.compose("run", "--rm", "ingester", "import", "/imports/a.mbox")
             assert refused.returncode == 75, refused.stderr
             assert "another ingester is already running against /data/stats.db" in refused.stderr

@@ -125,7 +125,7 @@ def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spe
 ) -> None:
     expected = write(stack, "Takeout file.mbox", mbox_messages)
     runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
-    assert (runners.import_name, runners.scan_name) == (f"{stack.name}-import-runner", None)  # no secrets folder
+    assert (runners.imports[0], runners.scans) == (f"{stack.name}-import-runner", ())  # no secrets folder
     launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="Takeout file.mbox"))
     run = stack.wait_state(launched, "done", "failed", "cancelled")
@@ -133,13 +133,13 @@ def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spe
     assert run.mbox_path == f"{stack.imports}/Takeout file.mbox"  # the host's path, not the runner's /imports
     assert counts_of(stack.db) == expected
     assert launcher.wait_for_exit(launched, timeout=30)
-    assert container_state(runners.import_name)["ExitCode"] == 0
+    assert container_state(runners.imports[0])["ExitCode"] == 0
     assert launcher.log_tail(launched) == []  # `--quiet`: nothing went wrong
     launcher.reap()
     assert not (stack.requests / "import.json").exists()
     # Started by anyone but the launcher, the runner finds no request and runs nothing.
-    docker("start", "--attach", runners.import_name, check=False)
-    assert container_state(runners.import_name)["ExitCode"] == 2
+    docker("start", "--attach", runners.imports[0], check=False)
+    assert container_state(runners.imports[0])["ExitCode"] == 2
     with pytest.raises(LaunchError, match="there is no scan runner"):
         launcher.launch(LaunchRequest(LaunchCommand.SCAN, launch_token=uuid.uuid4().hex))
 
@@ -228,14 +228,14 @@ def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_mes
     runners = stack.provision()
     launcher = stack.launcher(runners)
     launched = launcher.launch(request(import_path="a.mbox"))
-    throttle(runners.import_name)
+    throttle(runners.imports[0])
     first = stack.wait_state(launched, "running")
-    with paused(runners.import_name):  # signalled mid-run, handled at full speed (a quota starves the handler)
+    with paused(runners.imports[0]):  # signalled mid-run, handled at full speed (a quota starves the handler)
         launcher.cancel(launched)
     run = stack.wait_state(launched, "cancelled", "done", timeout=15)  # within the 10 s grace, not killed
     assert (run.state, run.outcome) == ("cancelled", "partial")
     assert launcher.wait_for_exit(launched, timeout=15)
-    assert container_state(runners.import_name)["ExitCode"] == 0
+    assert container_state(runners.imports[0])["ExitCode"] == 0
     resumed = launcher.launch(request(import_path="a.mbox", resume_run_id=first.run_id))
     assert resumed.handle != launched.handle and not launcher.is_alive(launched)
     final = stack.wait_state(resumed, "done", "failed")
@@ -246,11 +246,11 @@ def test_cancel_stops_the_run_and_resume_finishes_exactly(stack: Stack, mbox_mes
 def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack: Stack) -> None:
     runners = stack.provision()
     # The same runner name, but a program that ignores SIGTERM (as a wedged ingester would).
-    docker("rm", "--force", runners.import_name)
+    docker("rm", "--force", runners.imports[0])
     docker(
         "create",
         "--name",
-        runners.import_name,
+        runners.imports[0],
         "--label",
         f"{STACK_LABEL}={stack.name}",
         "--network",
@@ -268,7 +268,7 @@ def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(stack
     launcher.cancel(launched, grace_seconds=2)
     assert launcher.wait_for_exit(launched, timeout=60)
     assert time.monotonic() - cancelled_at >= 2  # SIGTERM ignored: it lived through the grace period
-    assert container_state(runners.import_name)["ExitCode"] == 137  # SIGKILL
+    assert container_state(runners.imports[0])["ExitCode"] == 137  # SIGKILL
 
 
 def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
@@ -279,13 +279,13 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     runners = stack.provision()
     launcher = stack.launcher(runners)
     killed = launcher.launch(request(import_path="big.mbox"))
-    throttle(runners.import_name)
+    throttle(runners.imports[0])
     wait_for(lambda: (r := stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, what="progress")
-    docker("kill", runners.import_name)
+    docker("kill", runners.imports[0])
     assert launcher.wait_for_exit(killed, timeout=15)
     killed_run = stack.run(killed)
     assert killed_run is not None and killed_run.state == "running"
-    full_speed(runners.import_name)
+    full_speed(runners.imports[0])
     other = launcher.launch(request(import_path="small.mbox"))
     stack.wait_state(other, "done")
     assert query(stack.db, f"SELECT state, error_kind FROM ingest_runs WHERE run_id = {killed_run.run_id}") == [
@@ -305,14 +305,14 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
     runners = stack.provision(per_kind=1)  # a pool of one, so that a second launch finds it busy
     before = stack.launcher(runners)
     launched = before.launch(request(import_path="a.mbox"))
-    throttle(runners.import_name)
+    throttle(runners.imports[0])
     stack.wait_state(launched, "running")
     before.close()  # the viewer restarts; provisioning leaves a running runner alone
     assert stack.provision(per_kind=1) == runners
     after = stack.launcher(runners)
     assert after.adopt() == [launched]
     assert after.is_alive(launched)
-    with paused(runners.import_name):  # still running after the launch's 10 s wait for an exiting runner
+    with paused(runners.imports[0]):  # still running after the launch's 10 s wait for an exiting runner
         with pytest.raises(LaunchError, match="all 1 import runners are busy"):
             after.launch(request(import_path="a.mbox"))
         after.cancel(launched)

@@ -12,6 +12,8 @@ from viewer.launch.container_spec import (
     DockerStack,
     MountSpec,
     Runners,
+    request_document,
+    request_token,
     runner_name,
     runner_spec,
     stack_from_container,
@@ -19,7 +21,6 @@ from viewer.launch.container_spec import (
 )
 from viewer.launch.launch_docker import create_kwargs
 from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
-from viewer.launch.runner_requests import request_document, request_token
 
 STACK = DockerStack(
     name="gmail-stats",

@@ -35,15 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    overrides: dict[str, Any] = {}
-    if args.host is not None:
-        overrides["viewer_host"] = args.host
-    if args.port is not None:
-        overrides["viewer_port"] = args.port
-    if args.db is not None:
-        overrides["db"] = args.db
-    try:
-        settings = ViewerSettings(**overrides)
+    flags: dict[str, Any] = {"viewer_host": args.host, "viewer_port": args.port, "db": args.db}
+    try:  # only the flags given override the environment
+        settings = ViewerSettings(**{name: value for name, value in flags.items() if value is not None})
     except ValidationError as exc:
         parser.exit(2, f"gmail-stats-viewer: bad setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}\n")
     try:

@@ -57,7 +57,7 @@ def launcher_for(settings: ViewerSettings) -> Launcher:
         except ImportError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker is not available here ({exc})") from exc
         try:
-            return DockerLauncher.from_settings(settings)
+            return DockerLauncher.from_runners_file()
         except LaunchError as exc:
             raise UsageError(f"GMAIL_STATS_LAUNCHER=docker: {exc}; {exc.hint}") from exc
     command = [str(settings.ingest_bin)] if settings.ingest_bin is not None else default_ingest_command()
@@ -129,12 +129,8 @@ def create_app(
     app.state.refresher = refresher
     app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
-    app.include_router(api.router)
-    app.include_router(domain_export.router)
-    app.include_router(run_api.router)
-    app.include_router(gmail_api.router)
-    app.include_router(estimates_api.router)
-    app.include_router(account_api.router)
+    for routes in (api, domain_export, run_api, gmail_api, estimates_api, account_api):
+        app.include_router(routes.router)
 
     @app.get("/", include_in_schema=False)
     def index() -> FileResponse:

@@ -16,20 +16,15 @@ from shared.errors import ErrorKind, GmailStatsError
 
 log = logging.getLogger("viewer")
 
-# SQLite result codes that mean "try again in a moment", never "your database is broken".
-_TRANSIENT_CODES = frozenset(
-    {
-        "SQLITE_BUSY",
-        "SQLITE_BUSY_RECOVERY",
-        "SQLITE_BUSY_SNAPSHOT",
-        "SQLITE_BUSY_TIMEOUT",
-        "SQLITE_LOCKED",
-        "SQLITE_LOCKED_SHAREDCACHE",
-        "SQLITE_PROTOCOL",
-        "SQLITE_READONLY_RECOVERY",
-        "SQLITE_READONLY_CANTINIT",
-        "SQLITE_READONLY_CANTLOCK",
-    }
+# SQLite result codes that mean "try again in a moment", never "your database is broken": every BUSY and LOCKED
+# code, and the read-only ones of a WAL index being recovered or set up (matched as prefixes of the code's name).
+_TRANSIENT_CODES = (
+    "SQLITE_BUSY",
+    "SQLITE_LOCKED",
+    "SQLITE_PROTOCOL",
+    "SQLITE_READONLY_RECOVERY",
+    "SQLITE_READONLY_CANTINIT",
+    "SQLITE_READONLY_CANTLOCK",
 )
 
 
@@ -55,7 +50,7 @@ def from_database_error(exc: BaseException) -> ApiError:
     orig = exc.orig if isinstance(exc, DBAPIError) else exc
     name = getattr(orig, "sqlite_errorname", "") if isinstance(orig, sqlite3.Error) else ""
     text = str(orig).lower()
-    if name in _TRANSIENT_CODES or "locked" in text or "busy" in text:
+    if name.startswith(_TRANSIENT_CODES) or "locked" in text or "busy" in text:
         return ApiError(503, ErrorKind.BUSY, "the database is busy (an ingester is writing); retrying shortly")
     if name.startswith("SQLITE_CANTOPEN"):
         return ApiError(503, ErrorKind.BUSY, "the database could not be opened just now; retrying shortly")

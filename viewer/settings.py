@@ -59,7 +59,7 @@ class ViewerSettings(CommonSettings):
     @classmethod
     def _split_hosts(cls, value: object) -> object:
         if isinstance(value, str):
-            return tuple(part.strip().lower() for part in value.split(",") if part.strip())
+            value = value.split(",")
         if isinstance(value, list | tuple):
             return tuple(str(part).strip().lower() for part in value if str(part).strip())
         return value

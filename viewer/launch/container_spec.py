@@ -1,11 +1,6 @@
-"""The runner containers of a stack (a small pool of each kind: imports, scans), their names and request files, and
-the stack as read from a container's `docker inspect` data.
- Pure data, no Docker SDK: the privileged entrypoint (`viewer.launch.provision`) creates exactly these, the web process
-may only start, stop, inspect and read the logs of them (through the API filter), and a unit test pins them.
-
-A pool, not one runner per account: runners are created before any account can be added from the page, so each run
-takes the account from its request (`ingester.runs.run_request` validates it); two accounts' runs of one kind take
-two runners of the pool, and one account never runs two ingesters at once anyway (its lock).
+"""The runner containers of a stack (a pool of each kind: imports, scans), their names, the request files the web
+process writes them, and the stack as read from `docker inspect`. Pure data, no Docker SDK: the privileged entrypoint
+creates exactly these, the web process only starts, stops, inspects them and reads their logs (docs/security.md).
 """
 
 from __future__ import annotations
@@ -14,12 +9,13 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from viewer.launch.launcher import LaunchCommand, LaunchError
+from shared.accounts import DEFAULT_ACCOUNT, Refresh
+from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
 
 # Where things live inside an ingester container (the compose `ingester` service uses the same paths).
 DATA_DIR = "/data"
@@ -28,21 +24,11 @@ SECRETS_DIR = "/secrets"
 REQUESTS_DIR = "/requests"
 OAUTH_CONTAINER_PORT = 8765
 
-ROLE_LABEL = "gmail-stats.role"
 STACK_LABEL = "gmail-stats.stack"
-COMMAND_LABEL = "gmail-stats.command"
-INGESTER_ROLE = "ingester"
 # Runners per kind: as many accounts as can import (or scan) at the same time from the page.
 RUNNERS_PER_KIND = 3
 # Container names: a compose project name (letters, digits, `_`, `-`) plus a suffix; also what the filter matches.
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-
-# Labels compose puts on its containers, and ours on the viewer naming its stack's secrets folder (compose resolves
-# relative bind paths against the project directory, but not labels, so that one is resolved here the same way).
-COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
-COMPOSE_WORKDIR_LABEL = "com.docker.compose.project.working_dir"
-SECRETS_LABEL = "gmail-stats.secrets"
-_STARTED_AT = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z$")
 
 # Tuning variables a viewer passes on from its own environment; anything else (paths, the token, the OAuth
 # listener) is fixed here, so a viewer's environment can never point an ingester elsewhere.
@@ -78,8 +64,6 @@ class DockerStack:
     secrets: str | None = None
     network: str | None = None
     requests: str | None = None
-    oauth_host_ip: str = "127.0.0.1"
-    oauth_host_port: int = OAUTH_CONTAINER_PORT
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +94,14 @@ class ContainerSpec:
     user: str = "10001:10001"
 
 
+def _suffix(slot: int) -> str:
+    """The first runner of a kind keeps the names (container, request file) of before pools."""
+    return "" if slot == 1 else f"-{slot}"
+
+
 def runner_name(stack: str, command: LaunchCommand, slot: int = 1) -> str:
-    """The fixed name of one runner of a stack's pool (the first keeps the name of before pools); the API filter
-    allows exactly the pool's names."""
-    name = f"{stack}-{command}-runner" if slot == 1 else f"{stack}-{command}-runner-{slot}"
+    """The fixed name of one runner of a stack's pool; the API filter allows exactly the pool's names."""
+    name = f"{stack}-{command}-runner{_suffix(slot)}"
     if not _NAME.fullmatch(name):
         raise LaunchError(f"{stack!r} cannot name a container", hint="use a compose project name of a-z, 0-9, _ and -")
     return name
@@ -121,11 +109,6 @@ def runner_name(stack: str, command: LaunchCommand, slot: int = 1) -> str:
 
 def _mount_type(source: str) -> Literal["volume", "bind"]:
     return "bind" if source.startswith("/") else "volume"
-
-
-def request_file(command: LaunchCommand, slot: int) -> str:
-    """The request file of one runner in `/requests` (`ingester.runs.run_request` reads the same name)."""
-    return f"{command}.json" if slot == 1 else f"{command}-{slot}.json"
 
 
 def runner_spec(
@@ -166,14 +149,14 @@ def runner_spec(
             }
         )
         if slot == 1:
-            ports = {f"{OAUTH_CONTAINER_PORT}/tcp": (stack.oauth_host_ip, stack.oauth_host_port)}
+            ports = {f"{OAUTH_CONTAINER_PORT}/tcp": ("127.0.0.1", OAUTH_CONTAINER_PORT)}
         network = stack.network
     return ContainerSpec(
         image=stack.image,
         command=("run-request", str(command)) + ((str(slot),) if slot != 1 else ()),
         name=runner_name(stack.name, command, slot),
         environment=env,
-        labels={ROLE_LABEL: INGESTER_ROLE, STACK_LABEL: stack.name, COMMAND_LABEL: str(command)},
+        labels={"gmail-stats.role": "ingester", STACK_LABEL: stack.name, "gmail-stats.command": str(command)},
         mounts=tuple(mounts),
         ports=ports,
         network=network,
@@ -182,21 +165,13 @@ def runner_spec(
 
 @dataclass(frozen=True, slots=True)
 class Runners:
-    """What the web process knows of the runners: each kind's pool by name (no scan runners: not created) and where
-    requests go."""
+    """What the web process knows of the runners (the entrypoint's JSON): each kind's pool by name (no scan
+    runners: not created, `problem` says why) and where requests go."""
 
     imports: tuple[str, ...]
     scans: tuple[str, ...] = ()
     requests_dir: str = REQUESTS_DIR
-    problem: str | None = None  # why there are no scan runners
-
-    @property
-    def import_name(self) -> str:
-        return self.imports[0]
-
-    @property
-    def scan_name(self) -> str | None:
-        return self.scans[0] if self.scans else None
+    problem: str | None = None
 
     def names_for(self, command: LaunchCommand) -> tuple[str, ...]:
         """The pool a request runs in: a settings change (`account`) in the import runners, which write the data
@@ -218,24 +193,65 @@ class Runners:
         ]
 
     def request_path(self, name: str) -> str:
-        """Where the runner `name` reads its request."""
+        """Where the runner `name` reads its request (`ingester.runs.run_request` reads the same name)."""
         ((command, slot),) = [(c, s) for c, s, n in self.slots() if n == name]
-        return str(PurePosixPath(self.requests_dir) / request_file(command, slot))
+        return str(PurePosixPath(self.requests_dir) / f"{command}{_suffix(slot)}.json")
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"imports": self.imports, "scans": self.scans, "requests": self.requests_dir, "problem": self.problem}
-        )
+        return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> Runners:
         data = json.loads(text)
-        return cls(
-            imports=tuple(str(name) for name in data["imports"]),
-            scans=tuple(str(name) for name in data.get("scans") or ()),
-            requests_dir=str(data.get("requests") or REQUESTS_DIR),
-            problem=data.get("problem"),
-        )
+        return cls(tuple(data["imports"]), tuple(data["scans"]), data["requests_dir"], data["problem"])
+
+
+def _relative_import(import_path: str | None) -> str:
+    """The request's path inside the import folder, refused when it could leave it (the ingester checks again)."""
+    if not import_path:
+        raise LaunchError("an import needs a file", hint="choose a file from the import folder")
+    relative = PurePosixPath(import_path)
+    if relative.is_absolute() or ".." in relative.parts or "\x00" in import_path:
+        raise LaunchError(f"{import_path!r} is not inside the import folder", hint="choose a file it lists")
+    return relative.as_posix()
+
+
+def request_document(request: LaunchRequest, *, now: float) -> bytes:
+    """The run request file a runner reads (`ingester.runs.run_request` validates it as untrusted input)."""
+    document: dict[str, object] = {
+        "version": 1,  # `ingester.runs.run_request.REQUEST_VERSION`
+        "command": str(request.command),
+        "import_path": None,
+        "resume_run_id": None,
+        "launch_token": request.launch_token,
+        "written_at": round(now, 3),
+    }
+    if request.command is LaunchCommand.ACCOUNT:
+        # A settings change (run by an import runner): the account's new refresh interval and/or address.
+        if request.refresh is None and request.address is None:
+            raise LaunchError("a settings change needs a refresh interval or an address", hint="choose one")
+        try:
+            refresh = str(Refresh(request.refresh)) if request.refresh is not None else None
+        except ValueError:
+            raise LaunchError(f"{request.refresh!r} is no refresh interval", hint="off, hourly or daily") from None
+        document.update(account=request.account, unattended=False, refresh=refresh, address=request.address)
+        return json.dumps(document, sort_keys=True).encode()
+    if request.command is LaunchCommand.IMPORT:
+        document["import_path"] = _relative_import(request.import_path)
+    if request.resume_run_id is not None:
+        document["resume_run_id"] = int(request.resume_run_id)
+    if request.account != DEFAULT_ACCOUNT or request.unattended:  # absent: the default account, attended
+        document.update(account=request.account, unattended=request.unattended)
+    return json.dumps(document, sort_keys=True).encode()
+
+
+def request_token(document: bytes) -> str | None:
+    """The launch token of a request this viewer wrote earlier (to own its run again after a restart)."""
+    try:
+        token = json.loads(document).get("launch_token")
+    except (ValueError, AttributeError):
+        return None
+    return token if isinstance(token, str) else None
 
 
 def stack_from_container(attrs: Mapping[str, Any]) -> DockerStack:
@@ -248,11 +264,14 @@ def stack_from_container(attrs: Mapping[str, Any]) -> DockerStack:
     if DATA_DIR not in mounts:
         raise LaunchError("the viewer's container has no /data mount", hint="start the stack with compose.yaml")
     secrets = mounts.get(SECRETS_DIR, {}).get("Source")
-    if secrets is None and SECRETS_LABEL in labels:
-        secrets = str(PurePosixPath(labels.get(COMPOSE_WORKDIR_LABEL, "/")) / labels[SECRETS_LABEL])
+    # Our label names the stack's secrets folder; compose resolves relative bind paths against the project
+    # directory, but not labels, so that one is resolved here the same way.
+    if secrets is None and "gmail-stats.secrets" in labels:
+        workdir = labels.get("com.docker.compose.project.working_dir", "/")
+        secrets = str(PurePosixPath(workdir) / labels["gmail-stats.secrets"])
     networks = sorted(((attrs.get("NetworkSettings") or {}).get("Networks") or {}).keys())
     return DockerStack(
-        name=labels.get(COMPOSE_PROJECT_LABEL) or str(attrs.get("Name", "gmail-stats")).lstrip("/"),
+        name=labels.get("com.docker.compose.project") or str(attrs.get("Name", "gmail-stats")).lstrip("/"),
         image=str(config.get("Image")),
         data=str(_source(mounts[DATA_DIR])),
         imports=mounts.get(IMPORTS_DIR, {}).get("Source"),
@@ -268,9 +287,8 @@ def _source(mount: Mapping[str, Any]) -> str | None:
 
 
 def started_unix(started_at: str) -> float:
-    """The engine's RFC 3339 `StartedAt` (nanoseconds, UTC) as Unix seconds."""
-    match = _STARTED_AT.match(started_at)
-    if match is None:
+    """The engine's RFC 3339 `StartedAt` (nanoseconds, UTC) as Unix seconds; 0 when unreadable."""
+    try:
+        return datetime.fromisoformat(started_at).timestamp()
+    except ValueError:
         return 0.0
-    whole = datetime.fromisoformat(match.group(1) + "+00:00").timestamp()
-    return whole + float(f"0.{match.group(2) or '0'}")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -33,32 +33,23 @@ from viewer.launch.launcher import LaunchCommand, LaunchError
 # Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
 RUNNERS_FILE = Path("/run/gmail-stats/runners.json")
 API_ERRORS = (DockerException, requests.exceptions.RequestException)
+DockerClient = docker.DockerClient
 
 
 def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
-    """The `containers.create` keyword arguments for a spec (no stdin, no TTY, never the host's namespaces)."""
-    return {
-        "image": spec.image,
-        "command": list(spec.command),
-        "name": spec.name,
-        "user": spec.user,
-        "environment": dict(spec.environment),
-        "labels": dict(spec.labels),
-        "mounts": [Mount(m.target, m.source, type=m.type, read_only=m.read_only) for m in spec.mounts],
-        "ports": dict(spec.ports),
-        "network": spec.network,
-        "cap_drop": list(spec.cap_drop),
-        "security_opt": list(spec.security_opt),
-        "read_only": spec.read_only,
-        "tmpfs": dict(spec.tmpfs),
-        "privileged": spec.privileged,
-        "stdin_open": False,
-        "tty": False,
-        "detach": True,
-    }
-
-
-DockerClient = docker.DockerClient
+    """The `containers.create` keyword arguments: the spec's fields, as the SDK takes them, with no stdin and no
+    TTY (the spec never sets the host's namespaces)."""
+    kwargs: dict[str, Any] = {field.name: getattr(spec, field.name) for field in fields(spec)}
+    kwargs.update(
+        command=list(spec.command),
+        mounts=[Mount(m.target, m.source, type=m.type, read_only=m.read_only) for m in spec.mounts],
+        cap_drop=list(spec.cap_drop),
+        security_opt=list(spec.security_opt),
+        stdin_open=False,
+        tty=False,
+        detach=True,
+    )
+    return kwargs
 
 
 def runner_state(client: DockerClient, name: str) -> dict[str, Any] | None:
@@ -70,7 +61,7 @@ def runner_state(client: DockerClient, name: str) -> dict[str, Any] | None:
     return state
 
 
-def connect(*, timeout: int = 30) -> docker.DockerClient:
+def connect(*, timeout: int = 30) -> DockerClient:
     """A client for the engine named by DOCKER_HOST (the viewer: its API filter), at the engine's API version."""
     try:
         return docker.from_env(version="auto", timeout=timeout)
@@ -82,7 +73,7 @@ def connect(*, timeout: int = 30) -> docker.DockerClient:
 
 
 def provision_runners(
-    client: docker.DockerClient,
+    client: DockerClient,
     stack: DockerStack,
     *,
     environment: Mapping[str, str],
@@ -107,7 +98,7 @@ def provision_runners(
     return Runners(pools[LaunchCommand.IMPORT], pools[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
 
 
-def provision_own_stack(client: docker.DockerClient) -> Runners:
+def provision_own_stack(client: DockerClient) -> Runners:
     """`provision_runners` for the stack of the container this runs in (found by its hostname, the container id),
     passing on the allow-listed tuning variables of its environment."""
     try:
@@ -121,7 +112,7 @@ def provision_own_stack(client: docker.DockerClient) -> Runners:
     return provision_runners(client, stack, environment=dict(os.environ), requests_dir=REQUESTS_DIR)
 
 
-def _create_runner(client: docker.DockerClient, spec: ContainerSpec) -> str:
+def _create_runner(client: DockerClient, spec: ContainerSpec) -> str:
     try:
         if client.api.inspect_container(spec.name)["State"]["Running"]:
             return spec.name
@@ -148,12 +139,3 @@ def engine_hint(exc: BaseException) -> str:
     if "403" in text:
         return "the Docker API filter refused the call"
     return "check `docker compose logs viewer` and that the Docker engine is running"
-
-
-@contextmanager
-def ignoring_api_errors() -> Iterator[None]:
-    """Best-effort calls: the container may already be gone, or the engine busy."""
-    try:
-        yield
-    except API_ERRORS:
-        return

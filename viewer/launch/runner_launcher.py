@@ -10,28 +10,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
-from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, started_unix
-from viewer.launch.launch_docker import (
-    API_ERRORS,
-    RUNNERS_FILE,
-    DockerClient,
-    connect,
-    engine_hint,
-    ignoring_api_errors,
-    runner_state,
-)
-from viewer.launch.launcher import (
-    CANCEL_GRACE_SECONDS,
-    LOG_TAIL_LINES,
-    Launched,
-    LaunchError,
-    LaunchRequest,
-)
-from viewer.launch.runner_requests import request_document, request_token
+from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, request_document, request_token, started_unix
+from viewer.launch.launch_docker import API_ERRORS, RUNNERS_FILE, DockerClient, connect, engine_hint, runner_state
+from viewer.launch.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError, LaunchRequest
 
 # Every runner of a kind busy: one whose ingester has released its lock may be only exiting (interpreter shutdown),
 # so a launch waits this long for one to stop.
@@ -42,8 +26,8 @@ class DockerLauncher:
     """Implements `viewer.launch.launcher.Launcher` on the runners; a `Launched.handle` is `NAME@STARTED_AT`."""
 
     @classmethod
-    def from_settings(cls, settings: object) -> DockerLauncher:
-        """The launcher of the runners the entrypoint created (see `RUNNERS_FILE`); `settings` is not needed."""
+    def from_runners_file(cls) -> DockerLauncher:
+        """The launcher of the runners the entrypoint created (see `RUNNERS_FILE`)."""
         try:
             runners = Runners.from_json(RUNNERS_FILE.read_text())
         except (OSError, ValueError, KeyError) as exc:
@@ -53,17 +37,12 @@ class DockerLauncher:
             ) from exc
         return cls(connect(), runners)
 
-    def __init__(self, client: DockerClient, runners: Runners, *, clock: Callable[[], float] = time.time):
+    def __init__(self, client: DockerClient, runners: Runners):
         self._client = client
         self._runners = runners
-        self._clock = clock
         self._lock = threading.Lock()
         self._finished_logs: dict[str, list[str]] = {}
         self._timers: list[threading.Timer] = []
-
-    @property
-    def runners(self) -> Runners:
-        return self._runners
 
     def close(self) -> None:
         """Stops pending SIGKILL timers, removes the stopped runners and closes the client.
@@ -77,7 +56,7 @@ class DockerLauncher:
             timer.cancel()
             timer.join()
         for _, _, name in self._runners.slots():
-            with ignoring_api_errors():
+            with suppress(*API_ERRORS):
                 # Exactly the query the API filter allows: never `force`, never the volumes.
                 self._client.api.remove_container(name, v=False, link=False, force=False)
         self._client.close()
@@ -95,9 +74,6 @@ class DockerLauncher:
 
     def _request_path(self, name: str) -> Path:
         return Path(self._runners.request_path(name))
-
-    def _state(self, name: str) -> dict[str, Any] | None:
-        return runner_state(self._client, name)
 
     def launch(self, request: LaunchRequest) -> Launched:
         names = self._runners.names_for(request.command)
@@ -120,16 +96,16 @@ class DockerLauncher:
         with self._lock:
             name = None
             try:
-                states = {candidate: self._state(candidate) for candidate in names}
+                states = {candidate: runner_state(self._client, candidate) for candidate in names}
                 if all(state is None for state in states.values()):
                     raise LaunchError(f"the runner {names[0]} is gone", hint="restart the viewer to create it again")
                 free = [candidate for candidate, state in states.items() if state is not None and not state["Running"]]
                 if not free:
                     return None
                 name = free[0]
-                _write_atomically(self._request_path(name), request_document(request, now=self._clock()))
+                _write_atomically(self._request_path(name), request_document(request, now=time.time()))
                 self._client.api.start(name)
-                started = self._state(name)
+                started = runner_state(self._client, name)
             except API_ERRORS as exc:
                 if name is None:
                     raise LaunchError(f"cannot inspect the runners: {exc}", hint=engine_hint(exc)) from exc
@@ -140,16 +116,13 @@ class DockerLauncher:
         started_at = str((started or {}).get("StartedAt", ""))
         return Launched(handle=f"{name}@{started_at}", launch_token=request.launch_token)
 
-    def _alive(self, handle: str) -> bool:
-        name, _, started_at = handle.partition("@")
-        state = self._state(name)
-        return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
-
     def is_alive(self, launched: Launched) -> bool:
+        name, _, started_at = launched.handle.partition("@")
         try:
-            return self._alive(launched.handle)
+            state = runner_state(self._client, name)
         except API_ERRORS:
             return False
+        return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
 
     def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
         if not self.is_alive(launched):
@@ -164,8 +137,8 @@ class DockerLauncher:
     def _signal(self, launched: Launched, signal: str) -> None:
         """Signals the runner only while it still runs this launch: checked and sent under the lock that `launch`
         starts a run under, so a later run of the same container is never hit."""
-        with self._lock, ignoring_api_errors():
-            if self._alive(launched.handle):
+        with self._lock, suppress(*API_ERRORS):
+            if self.is_alive(launched):
                 self._client.api.kill(launched.handle.partition("@")[0], signal=signal)
 
     def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
@@ -175,7 +148,7 @@ class DockerLauncher:
         if kept is not None:
             return kept[-lines:]
         try:
-            state = self._state(name)
+            state = runner_state(self._client, name)
             if state is None or state["StartedAt"] != started_at:
                 return []
             return self._logs(name, started_at, lines)
@@ -192,8 +165,8 @@ class DockerLauncher:
         them."""
         adopted = []
         for _, _, name in self._runners.slots():
-            with ignoring_api_errors():
-                state = self._state(name)
+            with suppress(*API_ERRORS):
+                state = runner_state(self._client, name)
                 if state is None or not state["Running"]:
                     continue
                 try:
@@ -208,8 +181,8 @@ class DockerLauncher:
         """For each stopped runner: keeps its last run's log lines for `log_tail` and deletes its spent request (a
         runner started by anyone else then finds none and refuses to run)."""
         for _, _, name in self._runners.slots():
-            with self._lock, ignoring_api_errors():
-                state = self._state(name)
+            with self._lock, suppress(*API_ERRORS):
+                state = runner_state(self._client, name)
                 if state is None or state["Running"]:
                     continue
                 handle = f"{name}@{state['StartedAt']}"

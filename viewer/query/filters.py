@@ -3,7 +3,7 @@
 One frozen value built from query parameters, so a page and its export can never disagree. Hidden senders live in
 the browser and arrive as repeated `exclude=` parameters (at most 200) or as `hidden=`, the id of a set the page
 registered with `POST /api/hidden` (any number); they leave the totals as well as the rows. The value only: the
-FastAPI dependency that builds it from a request is `viewer.web.filter_params`.
+FastAPI dependency that builds it from a request is `viewer.web.deps`.
 """
 
 from __future__ import annotations

@@ -64,6 +64,12 @@ def totals(conn: Connection) -> Totals:
     return Totals(senders=int(count), messages=int(messages), domains=int(domain_count))
 
 
+def has_senders(conn: Connection) -> bool:
+    """Whether `totals` would count any sender, read from one rollup row instead of the sums."""
+    d = domains.c
+    return conn.execute(select(literal(1)).select_from(domains).where(d.senders > 0).limit(1)).first() is not None
+
+
 def source_mix(conn: Connection) -> SourceMix:
     """Counts scan rows lacking a Message-ID (served by the `rfc_message_id` index), and whether mbox data exists."""
     unrepaired = int(

@@ -17,7 +17,7 @@ from shared.lock import is_lock_held
 from viewer.errors import ApiError
 from viewer.launch.refresh import freshness
 from viewer.query.queries import DbState
-from viewer.web.deps import AccountsDep, ClockDep, StateDep, ViewerState
+from viewer.web.deps import AccountsDep, StateDep, ViewerState
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
@@ -52,12 +52,11 @@ class AccountSettingsBody(BaseModel):
 
 
 def _account_out(state: ViewerState) -> AccountOut:
-    database = state.database
-    db, fresh = DbState.MISSING, None
+    database, db = state.database, DbState.MISSING
     if database.exists():
         with database.connect() as conn:
             db = database.snapshot(conn).state
-        fresh = database.read_ready(freshness)
+    fresh = database.read_ready(freshness)  # None while the database is missing
     return AccountOut(
         name=state.account,
         gmail_address=fresh.gmail_address if fresh else None,
@@ -72,9 +71,11 @@ def _account_out(state: ViewerState) -> AccountOut:
 
 
 @router.get("/accounts")
-def accounts(accounts: AccountsDep, clock: ClockDep) -> AccountsOut:
+def accounts(accounts: AccountsDep, state: StateDep) -> AccountsOut:
     """Every account beside the viewer's database, the default first."""
-    return AccountsOut(accounts=[_account_out(accounts.get(name)) for name in accounts.names()], now_unix=int(clock()))
+    return AccountsOut(
+        accounts=[_account_out(accounts.get(name)) for name in accounts.names()], now_unix=int(state.clock())
+    )
 
 
 @router.post("/account/settings", status_code=200)

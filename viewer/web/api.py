@@ -6,7 +6,7 @@ Every route declares its pydantic answer (`viewer.web.schemas`), which is also t
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response, StreamingResponse
@@ -14,20 +14,19 @@ from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
 from shared.sender_list import SenderListRow
-from shared.summary import SenderRow, all_senders
+from shared.summary import all_senders
 from viewer.errors import ApiError
 from viewer.query import filter_match, hidden_queries, rollup_queries, sender_queries, volume_queries
 from viewer.query.cache import SnapshotCache, weight
-from viewer.query.database import Database, Snapshot
+from viewer.query.database import Snapshot
 from viewer.query.filters import SenderFilter
 from viewer.query.hidden_queries import HiddenSet
 from viewer.query.queries import DbState, Totals
 from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SortKey, SortOrder
-from viewer.web.answers import Read, label, threaded
-from viewer.web.deps import ClockDep, DatabaseDep, StateDep
-from viewer.web.export import build_csv, csv_response
-from viewer.web.filter_params import FilterDep
+from viewer.web.answers import cached_answer, generation_headers
+from viewer.web.deps import FilterDep, StateDep
+from viewer.web.export import senders_csv
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -39,7 +38,6 @@ from viewer.web.schemas import (
     SenderOut,
     SenderRowOut,
     SendersOut,
-    StatusOut,
     SummaryOut,
     VolumeOut,
 )
@@ -51,26 +49,18 @@ Offset = Annotated[int, Query(ge=0, le=MAX_ID)]
 Limit = Annotated[int, Query(ge=1, le=500)]
 
 
-def _sender(row: SenderRow) -> SenderOut:
-    return SenderOut(**asdict(row))
-
-
-def _json(model: SendersOut | StatusOut | DomainsOut | VolumeOut) -> bytes:
-    return model.model_dump_json().encode()
-
-
 @router.get("/summary")
-def summary(database: DatabaseDep, clock: ClockDep, response: Response) -> SummaryOut:
-    now = int(clock())
+def summary(state: StateDep, response: Response) -> SummaryOut:
+    database, now = state.database, int(state.clock())
     if database.exists():
         with database.connect() as conn:
             snap = database.require_ready(conn)
-            label(response, snap.generation)
+            response.headers.update(generation_headers(snap.generation))
             if snap.state is DbState.READY:
                 senders = all_senders(conn)
                 return SummaryOut(
                     total_messages=sum(s.mails_sent for s in senders),
-                    senders=[_sender(s) for s in senders],
+                    senders=[SenderOut(**asdict(s)) for s in senders],
                     generated_at_unix=now,
                 )
     return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
@@ -81,8 +71,8 @@ def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tup
     return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_queries.hidden_set(conn, exclude))
 
 
-def _match_weight(found: filter_match.Match) -> int:
-    return weight(found.ids)
+def _row_out(row: SenderListRow) -> SenderRowOut:
+    return SenderRowOut(**asdict(row))
 
 
 @router.get("/senders", response_model=SendersOut)
@@ -95,71 +85,50 @@ async def senders(
     limit: Limit = 50,
     exact_count: Annotated[bool, Query(description="count past 30,000 matches (slower on a broad filter)")] = False,
 ) -> Response:
-    database, clock = state.database, state.clock
-    key = ("senders", f.key(), sort, order, offset, limit, exact_count)
+    cache, now = state.database.cache, int(state.clock())
 
-    def compute() -> Read:
-        now, generation = int(clock()), None
-        if database.exists():
-            with database.connect() as conn:
-                snap = database.require_ready(conn)
-                generation = snap.generation
-                if snap.totals is not None and snap.state is DbState.READY:
-                    totals = snap.totals
-                    body = database.cache.get(
-                        generation, key, lambda: _json(_senders(database, snap, totals, conn, now, f, key))
-                    )
-                    return body, generation
-        return _json(SendersOut(**_NO_SENDERS, generated_at_unix=now)), generation
-
-    # Polled: the cached answer is the serialised model, so a hit costs no encoding at all.
-    return await threaded(compute)
-
-
-_NO_SENDERS: dict[str, Any] = {
-    "total": 0,
-    "total_exact": True,
-    "matched_messages": 0,
-    "senders": [],
-    "total_messages": 0,
-    "total_senders": 0,
-    "top_sender": None,
-}
-
-
-def _row_out(row: SenderListRow) -> SenderRowOut:
-    return SenderRowOut(**asdict(row))
-
-
-def _senders(
-    database: Database,
-    snap: Snapshot,
-    totals: Totals,
-    conn: Connection,
-    now: int,
-    f: SenderFilter,
-    key: tuple[Any, ...],
-) -> SendersOut:
-    _, _, sort, order, offset, limit, exact = key
-    cache = database.cache
-    hidden = _hidden(cache, snap, conn, f.exclude)
-    counted: filter_match.Match | tuple[int, int] = (totals.senders - hidden.senders, totals.messages - hidden.messages)
-    if f.narrows:  # the same filter on another page or sort, or polled: counted once per generation
-        counted = cache.get(
-            snap.generation, ("match", f.key(), exact), lambda: filter_match.match(conn, f, exact=exact), _match_weight
+    def page(conn: Connection, snap: Snapshot, totals: Totals) -> SendersOut:
+        hidden = _hidden(cache, snap, conn, f.exclude)
+        counted: filter_match.Match | tuple[int, int] = (
+            totals.senders - hidden.senders,
+            totals.messages - hidden.messages,
         )
-    page = sender_queries.senders_page(conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted)
-    top = sender_queries.top_sender(conn, exclude=f.exclude)
-    return SendersOut(
-        total=page.total,
-        total_exact=page.total_exact,
-        matched_messages=page.matched_messages,
-        senders=[_row_out(s) for s in page.senders],
-        total_messages=totals.messages - hidden.messages,
-        total_senders=totals.senders - hidden.senders,
-        top_sender=_row_out(top) if top is not None else None,
-        generated_at_unix=now,
-    )
+        if f.narrows:  # the same filter on another page or sort, or polled: counted once per generation
+            counted = cache.get(
+                snap.generation,
+                ("match", f.key(), exact_count),
+                lambda: filter_match.match(conn, f, exact=exact_count),
+                lambda found: weight(found.ids),
+            )
+        found = sender_queries.senders_page(
+            conn, f=f, sort=sort, order=order, offset=offset, limit=limit, counted=counted
+        )
+        top = sender_queries.top_sender(conn, exclude=f.exclude)
+        return SendersOut(
+            total=found.total,
+            total_exact=found.total_exact,
+            matched_messages=found.matched_messages,
+            senders=[_row_out(s) for s in found.senders],
+            total_messages=totals.messages - hidden.messages,
+            total_senders=totals.senders - hidden.senders,
+            top_sender=_row_out(top) if top is not None else None,
+            generated_at_unix=now,
+        )
+
+    def empty() -> SendersOut:
+        return SendersOut(
+            total=0,
+            total_exact=True,
+            matched_messages=0,
+            senders=[],
+            total_messages=0,
+            total_senders=0,
+            top_sender=None,
+            generated_at_unix=now,
+        )
+
+    key = ("senders", f.key(), sort, order, offset, limit, exact_count)
+    return await cached_answer(state.database, key, page, empty)
 
 
 def domain_page(
@@ -199,27 +168,18 @@ async def domains(
 ) -> Response:
     """Senders rolled up per registrable domain. Takes `q` (a substring of the domain) and `exclude=`; the other
     sender filters do not apply to a whole domain."""
-    database, clock = state.database, state.clock
-    key = ("domains", f.q, f.exclude, sort, order, offset, limit)
+    cache, now = state.database.cache, int(state.clock())
 
-    def page(conn: Connection, snap: Snapshot, now: int) -> bytes:
-        found = domain_page(conn, snap, database.cache, f, sort=sort, order=order, offset=offset, limit=limit)
+    def page(conn: Connection, snap: Snapshot, _totals: Totals) -> DomainsOut:
+        found = domain_page(conn, snap, cache, f, sort=sort, order=order, offset=offset, limit=limit)
         rows = [DomainOut(**asdict(d)) for d in found.domains]
-        return _json(
-            DomainsOut(total=found.total, total_messages=found.total_messages, domains=rows, generated_at_unix=now)
-        )
+        return DomainsOut(total=found.total, total_messages=found.total_messages, domains=rows, generated_at_unix=now)
 
-    def compute() -> Read:
-        now, generation = int(clock()), None
-        if database.exists():
-            with database.connect() as conn:
-                snap = database.require_ready(conn)
-                generation = snap.generation
-                if snap.state is DbState.READY:
-                    return database.cache.get(generation, key, lambda: page(conn, snap, now)), generation
-        return _json(DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)), generation
+    def empty() -> DomainsOut:
+        return DomainsOut(total=0, total_messages=0, domains=[], generated_at_unix=now)
 
-    return await threaded(compute)
+    key = ("domains", f.q, f.exclude, sort, order, offset, limit)
+    return await cached_answer(state.database, key, page, empty)
 
 
 @router.get("/volume", response_model=VolumeOut)
@@ -229,13 +189,11 @@ async def volume(
     sender: Annotated[str | None, Query(max_length=320, description="one sender's months")] = None,
 ) -> Response:
     """Mail per calendar month: everything (hidden senders left out), one `sender`, or one `domain`."""
-    database = state.database
     if sender is not None and f.domain is not None:
         raise ApiError(422, ErrorKind.BAD_SCOPE, "ask for one sender or one domain, not both")
-    key = ("volume", sender, f.domain, f.exclude)
 
-    def series(conn: Connection, snap: Snapshot, totals: Totals) -> bytes:
-        hidden = _hidden(database.cache, snap, conn, f.exclude)
+    def series(conn: Connection, snap: Snapshot, totals: Totals) -> VolumeOut:
+        hidden = _hidden(state.database.cache, snap, conn, f.exclude)
         found = volume_queries.volume(
             conn,
             sender=sender,
@@ -246,20 +204,10 @@ async def volume(
         )
         if found is None:
             raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
-        return _json(VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated))
+        return VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated)
 
-    def compute() -> Read:
-        generation = None
-        if database.exists():
-            with database.connect() as conn:
-                snap = database.require_ready(conn)
-                generation = snap.generation
-                if snap.totals is not None and snap.state is DbState.READY:
-                    totals = snap.totals
-                    return database.cache.get(generation, key, lambda: series(conn, snap, totals)), generation
-        return _json(VolumeOut(months=[], undated=0)), generation
-
-    return await threaded(compute)
+    key = ("volume", sender, f.domain, f.exclude)
+    return await cached_answer(state.database, key, series, lambda: VolumeOut(months=[], undated=0))
 
 
 @router.get(
@@ -268,14 +216,14 @@ async def volume(
     responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "matching senders"}},
 )
 def export_csv(
-    database: DatabaseDep,
+    state: StateDep,
     f: FilterDep,
     sort: SortKey = SortKey.MAILS_SENT,
     order: SortOrder = SortOrder.DESC,
 ) -> StreamingResponse:
     """The senders the page shows with the same filters and sort, every page at once; dates in ISO 8601 (UTC)."""
     # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
-    return csv_response(build_csv(database, f=f, sort=sort, order=order), filename="gmail-stats-senders.csv")
+    return senders_csv(state.database, f=f, sort=sort, order=order)
 
 
 @router.post("/hidden")

@@ -1,29 +1,30 @@
-"""The viewer's per-account collaborators as one typed object, the accounts it serves, and the FastAPI
-dependencies reading them.
-
-`create_app` stores an `Accounts` (one `ViewerState` per database, datasette's `databases[name]`); every route gets
-the state of the account its `?account=` names (the only or first one when omitted) through the `Annotated`
-aliases, never `app.state`, so no route or query needs to know that there are several.
-"""
+"""The viewer's per-account collaborators (`ViewerState`, one per database, datasette's `databases[name]`), the
+`Accounts` it serves, and the dependencies that hand a route the state its `?account=` names (never `app.state`,
+so no route or query needs to know that there are several) and the sender filter its query parameters make."""
 
 from __future__ import annotations
 
+import calendar
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
+from pydantic import StringConstraints
 
 from shared.accounts import account_names, is_name
 from shared.errors import ErrorKind
+from shared.sender_list import SenderChoice
 from shared.timeutil import Clock
 from viewer.errors import ApiError
 from viewer.launch.control import RunControl
 from viewer.query.database import Database
-from viewer.query.hidden import HiddenSets
+from viewer.query.filters import MAX_EXCLUDED, MAX_QUERY, SenderFilter
+from viewer.query.hidden import ID_PATTERN, HiddenSets, normalise
 from viewer.settings import ViewerSettings
 from viewer.web.status import RateTracker
 
@@ -89,25 +90,14 @@ class Accounts:
         raise ApiError(404, ErrorKind.UNKNOWN_ACCOUNT, f"there is no account {requested!r}; /api/accounts lists them")
 
 
-def accounts_of(request: Request) -> Accounts:
+# `async` on purpose: they only read `app.state`, and a sync dependency would cost a threadpool hop.
+async def accounts_of(request: Request) -> Accounts:
     """The app's `Accounts`; an app built without one is a programming error, not a request error."""
     accounts = request.app.state.accounts
     if not isinstance(accounts, Accounts):
         raise TypeError("app.state.accounts is not an Accounts; build the app with create_app()")
     return accounts
 
-
-def viewer_state(request: Request) -> ViewerState:
-    """The `ViewerState` of the account the request names (`?account=`)."""
-    cached = request.scope.get("gmail_stats.state")
-    if isinstance(cached, ViewerState):
-        return cached
-    state = accounts_of(request).resolve(request.query_params.get("account"))
-    request.scope["gmail_stats.state"] = state  # one resolution per request, however many dependencies ask
-    return state
-
-
-# `async` on purpose: they only read `app.state`, and a sync dependency would cost a threadpool hop.
 
 AccountParam = Annotated[
     str | None,
@@ -116,36 +106,74 @@ AccountParam = Annotated[
 
 
 async def _state(request: Request, account: AccountParam = None) -> ViewerState:
-    """Declares `?account=` on every route (OpenAPI), which `viewer_state` resolves."""
-    return viewer_state(request)
-
-
-async def _accounts(request: Request) -> Accounts:
-    return accounts_of(request)
+    """The `ViewerState` of the account `?account=` names (declared here, so on every route's OpenAPI)."""
+    return (await accounts_of(request)).resolve(account)
 
 
 # The whole state as one dependency: FastAPI's per-dependency overhead is a large part of a polled cache hit.
 StateDep = Annotated[ViewerState, Depends(_state)]
-AccountsDep = Annotated[Accounts, Depends(_accounts)]
+AccountsDep = Annotated[Accounts, Depends(accounts_of)]
 
 
-async def _database(state: StateDep) -> Database:
-    return state.database
+MONTH_PATTERN = r"^[0-9]{4}-(0[1-9]|1[0-2])$"
 
 
-async def _control(state: StateDep) -> RunControl:
-    return state.control
+# The sender filter of `/api/senders`, `/api/domains`, `/api/volume` and the exports, built from one request's
+# query parameters (hidden sets resolved from the viewer's registry); `async` on purpose, as above.
+async def _sender_filter(
+    state: StateDep,
+    q: Annotated[str, Query(max_length=MAX_QUERY, description="substring of address or name")] = "",
+    domain: Annotated[str | None, Query(max_length=253, description="registrable domain, exactly")] = None,
+    min_messages: Annotated[int, Query(ge=0, le=2**31, description="senders with at least this many")] = 0,
+    min_unread_ratio: Annotated[float, Query(ge=0, le=1, description="unread share, 0 to 1")] = 0.0,
+    has_unsubscribe: Annotated[bool | None, Query(description="an unsubscribe link is known (or not)")] = None,
+    exclude: Annotated[
+        list[Annotated[str, StringConstraints(max_length=320)]],
+        Query(max_length=MAX_EXCLUDED, description="hidden senders, one `exclude=` per sender"),
+    ] = [],  # noqa: B006 - FastAPI copies defaults per request
+    hidden: Annotated[
+        str | None, Query(pattern=ID_PATTERN, description="a hidden-sender set registered with `POST /api/hidden`")
+    ] = None,
+    last_before: Annotated[date | None, Query(description="last mail before this day (YYYY-MM-DD, UTC)")] = None,
+    last_after: Annotated[date | None, Query(description="last mail on or after this day")] = None,
+    first_before: Annotated[date | None, Query(description="first mail before this day")] = None,
+    first_after: Annotated[date | None, Query(description="first mail on or after this day")] = None,
+    min_bytes: Annotated[
+        int, Query(ge=0, le=2**62, description="all of a sender's mail, at least this many bytes")
+    ] = 0,
+    min_avg_bytes: Annotated[int, Query(ge=0, le=2**40, description="average message size, at least")] = 0,
+    month: Annotated[str | None, Query(pattern=MONTH_PATTERN, description="senders with mail that month (YYYY-MM)")] = (
+        None
+    ),
+) -> SenderFilter:
+    excluded = normalise(exclude)
+    if hidden is not None:
+        members = state.hidden.get(hidden)
+        if members is None:
+            raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that hidden set; send it again")
+        excluded = normalise((*excluded, *members)) if excluded else members
+    return SenderFilter(
+        q=q.replace("\x00", "").strip(),  # FTS5 refuses a NUL inside a phrase; no address or name holds one
+        domain=domain.strip().lower() if domain is not None and domain.strip() else None,
+        min_messages=min_messages,
+        min_unread_ratio=min_unread_ratio,
+        has_unsubscribe=has_unsubscribe,
+        exclude=excluded,
+        choice=SenderChoice(
+            last_before=_unix(last_before),
+            last_after=_unix(last_after),
+            first_before=_unix(first_before),
+            first_after=_unix(first_after),
+            min_bytes=min_bytes,
+            min_avg_bytes=min_avg_bytes,
+        ),
+        month=month,
+    )
 
 
-async def _settings(state: StateDep) -> ViewerSettings:
-    return state.settings
+def _unix(day: date | None) -> int | None:
+    """The day's start, UTC, in unix seconds (the table's dates are UTC days too)."""
+    return None if day is None else calendar.timegm(day.timetuple())
 
 
-async def _clock(state: StateDep) -> Clock:
-    return state.clock
-
-
-DatabaseDep = Annotated[Database, Depends(_database)]
-ControlDep = Annotated[RunControl, Depends(_control)]
-SettingsDep = Annotated[ViewerSettings, Depends(_settings)]
-ClockDep = Annotated[Clock, Depends(_clock)]
+FilterDep = Annotated[SenderFilter, Depends(_sender_filter)]

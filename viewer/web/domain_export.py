@@ -14,44 +14,33 @@ from viewer.query.database import Snapshot
 from viewer.query.rollup_queries import DomainRow, DomainSort
 from viewer.query.sender_queries import SortOrder
 from viewer.web.api import domain_page
-from viewer.web.deps import StateDep
-from viewer.web.export import csv_response, spooled_csv
-from viewer.web.filter_params import FilterDep
+from viewer.web.deps import FilterDep, StateDep
+from viewer.web.export import csv_download
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
-DOMAIN_CSV_COLUMNS = (
+# `DomainRow`'s fields in the CSV's order; a date (`*_unix`) is written in ISO 8601, its column named without `_unix`.
+DOMAIN_FIELDS = (
     "domain",
     "senders",
     "mails_sent",
     "unread",
     "unread_ratio",
     "bytes",
-    "first_seen",
-    "last_seen",
+    "first_seen_unix",
+    "last_seen_unix",
     "list_unsubscribe",
     "gmail_url",
 )
+DOMAIN_CSV_COLUMNS = tuple(name.removesuffix("_unix") for name in DOMAIN_FIELDS)
 _EVERY = 2**31  # "every domain" as a page size: more than a mailbox holds
 
 
 def domain_csv_row(row: DomainRow) -> list[object]:
     """One domain's cells, text that would start a formula neutralised (`shared.text.csv_cells`)."""
-    return neutralise_row(
-        (
-            row.domain,
-            row.senders,
-            row.mails_sent,
-            row.unread,
-            row.unread_ratio,
-            row.bytes,
-            iso_date(row.first_seen_unix),
-            iso_date(row.last_seen_unix),
-            row.list_unsubscribe,
-            row.gmail_url,
-        )
-    )
+    cells = ((name, getattr(row, name)) for name in DOMAIN_FIELDS)
+    return neutralise_row(iso_date(value) if name.endswith("_unix") else value for name, value in cells)
 
 
 @router.get(
@@ -70,5 +59,4 @@ def export_domains_csv(
         page = domain_page(conn, snap, database.cache, f, sort=sort, order=order, offset=0, limit=_EVERY)
         return (domain_csv_row(d) for d in page.domains)
 
-    body = spooled_csv(database, DOMAIN_CSV_COLUMNS, rows, name="domains.csv")
-    return csv_response(body, filename="gmail-stats-domains.csv")
+    return csv_download(database, DOMAIN_CSV_COLUMNS, rows, filename="gmail-stats-domains.csv")

@@ -20,10 +20,11 @@ from sqlalchemy import Connection
 
 from shared.lock import is_lock_held
 from shared.sampling.estimator import Estimate, Interval, estimate_groups
-from shared.sampling.sample_reads import SampleState, read_sample, read_sample_state
+from shared.sampling.sample_reads import Grouping, SampleState, read_sample, read_sample_state
 from shared.text.csv_cells import neutralise_row
+from viewer.query.database import Database
 from viewer.query.queries import DbState
-from viewer.web.deps import ClockDep, DatabaseDep, SettingsDep
+from viewer.web.deps import StateDep
 from viewer.web.schemas import ERROR_RESPONSES
 
 router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
@@ -68,7 +69,7 @@ class EstimatesOut(BaseModel):
     rows: list[EstimatedRowOut]
 
 
-By = Annotated[Literal["sender", "domain"], Query(description="estimate per sender or per domain")]
+By = Annotated[Grouping, Query(description="estimate per sender or per domain")]
 Limit = Annotated[int, Query(ge=1, le=100_000)]
 # While the run is open the sample grows; a run that ended early keeps what it had, and says so.
 OPEN_RUN_STATES = ("running", "awaiting_auth")
@@ -127,29 +128,26 @@ def _row(e: Estimate) -> EstimatedRowOut:
     )
 
 
-def _answer(database: DatabaseDep, by: str, now: float) -> tuple[SampleState | None, list[Estimate]]:
+def _answer(database: Database, by: Grouping) -> tuple[SampleState | None, list[Estimate]]:
     if not database.exists():
         return None, []
     with database.connect() as conn:
-        if database.require_ready(conn).state is not DbState.READY or not _has_sample_tables(conn):
-            return None, []
-        state = read_sample_state(conn)
+        ready = database.require_ready(conn).state is DbState.READY and _has_sample_tables(conn)
+        state = read_sample_state(conn) if ready else None
         if state is None:
             return None, []
-        sample, groups = read_sample(conn, state, grouping="sender" if by == "sender" else "domain")
+        sample, groups = read_sample(conn, state, grouping=by)
     return state, estimate_groups(sample, groups)
 
 
 @router.get("/estimates", response_model=EstimatesOut)
-def estimates(
-    database: DatabaseDep, settings: SettingsDep, clock: ClockDep, by: By = "sender", limit: Limit = 50
-) -> EstimatesOut:
+def estimates(viewer: StateDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
-    now = clock()
-    state, found = _answer(database, by, now)
+    now = viewer.clock()
+    state, found = _answer(viewer.database, by)
     if state is None:
         return EstimatesOut(estimated=False, phase="exact", by=by, sample=None, rows=[])
-    phase = _phase(state, lock_held=is_lock_held(settings.db))
+    phase = _phase(state, lock_held=is_lock_held(viewer.settings.db))
     sample = SampleOut(
         run_id=state.run_id,
         run_state=state.run_state,
@@ -165,9 +163,9 @@ def estimates(
 
 
 @router.get("/estimates.csv", response_class=Response)
-def estimates_csv(database: DatabaseDep, clock: ClockDep, by: By = "sender") -> Response:
+def estimates_csv(viewer: StateDep, by: By = "sender") -> Response:
     """Every estimate as CSV; each figure's column says `estimated_`, with its 95% interval beside it."""
-    state, found = _answer(database, by, clock())
+    state, found = _answer(viewer.database, by)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)

@@ -19,13 +19,11 @@ from shared.actions.gmail_search import Narrowing, split_links, valid_account
 from shared.errors import ErrorKind, UsageError
 from viewer.errors import ApiError
 from viewer.launch.refresh import freshness
-from viewer.query.database import Database
 from viewer.query.filters import SenderFilter
 from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
-from viewer.web.deps import ClockDep, DatabaseDep, StateDep
-from viewer.web.filter_params import FilterDep
+from viewer.web.deps import FilterDep, StateDep
 from viewer.web.schemas import ERROR_RESPONSES, GmailLinkOut, GmailLinksOut
 
 router = APIRouter(prefix="/api/gmail", responses=ERROR_RESPONSES)
@@ -39,13 +37,14 @@ Address = Annotated[
 ]
 
 
-def _senders(database: Database, state: StateDep, selected: str | None, f: SenderFilter) -> Iterator[str]:
+def _senders(state: StateDep, selected: str | None, f: SenderFilter) -> Iterator[str]:
     if selected is not None:
         members = state.hidden.get(selected)
         if members is None:
             raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that sender set; send it again")
         yield from members
         return
+    database = state.database
     if not database.exists():
         return
     with database.connect() as conn:
@@ -57,9 +56,10 @@ def _senders(database: Database, state: StateDep, selected: str | None, f: Sende
 def _address(state: StateDep, address: str | None) -> str | None:
     """The address links open in: the one asked for, else the one the account's scan learnt (or was told)."""
     if address:
-        if not valid_account(address.strip()):
+        address = address.strip()
+        if not valid_account(address):
             raise ApiError(422, ErrorKind.BAD_REQUEST, "address must be a Gmail address such as you@gmail.com")
-        return address.strip()
+        return address
     fresh = state.database.read_ready(freshness)
     stored = fresh.gmail_address if fresh is not None else None
     return stored if stored is not None and valid_account(stored) else None
@@ -67,7 +67,6 @@ def _address(state: StateDep, address: str | None) -> str | None:
 
 @router.get("/links", response_model=GmailLinksOut)
 def gmail_links(
-    database: DatabaseDep,
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
@@ -81,7 +80,7 @@ def gmail_links(
     narrowing = Narrowing(
         unread_only=unread, older_than_months=older_than_months, larger_than_mb=larger_mb, in_inbox=inbox
     )
-    made = split_links(_senders(database, state, selected, f), narrowing, account=_address(state, address))
+    made = split_links(_senders(state, selected, f), narrowing, account=_address(state, address))
     return GmailLinksOut(
         links=[
             GmailLinkOut(number=link.number, query=link.query, url=link.url, senders=len(link.senders))
@@ -98,8 +97,6 @@ def gmail_links(
     responses={200: {"content": {"application/xml": {"schema": {"type": "string"}}}, "description": "filters"}},
 )
 def gmail_filters(
-    database: DatabaseDep,
-    clock: ClockDep,
     state: StateDep,
     f: FilterDep,
     selected: Selected = None,
@@ -114,9 +111,9 @@ def gmail_filters(
     actions = FilterActions(archive=archive, mark_read=mark_read, trash=trash, never_spam=never_spam, label=label)
     try:
         made = filters_file(
-            _senders(database, state, selected, f),
+            _senders(state, selected, f),
             actions,
-            now=datetime.fromtimestamp(clock(), tz=UTC),
+            now=datetime.fromtimestamp(state.clock(), tz=UTC),
             author=_address(state, address),
         )
     except UsageError as exc:

@@ -27,8 +27,8 @@ from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
 from viewer.query import queries
 from viewer.query.database import Database
 from viewer.query.queries import DbState, Generation
-from viewer.web.answers import Read, generation_headers, label
-from viewer.web.deps import ClockDep, ControlDep, DatabaseDep, StateDep, ViewerState
+from viewer.web.answers import Read, generation_headers
+from viewer.web.deps import StateDep, ViewerState
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -96,7 +96,7 @@ def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
     if not database.exists():
         return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
     with database.connect() as conn:
-        snap = database.snapshot(conn)
+        snap = database.snapshot(conn, with_totals=False)
 
         def read() -> _RunFacts:
             mix = snap.mix
@@ -162,38 +162,20 @@ def _status(state: ViewerState, facts: _RunFacts, *, lock_held: bool) -> bytes:
 
 
 @router.get("/runs")
-def runs(
-    database: DatabaseDep,
-    control: ControlDep,
-    clock: ClockDep,
-    response: Response,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-) -> RunsOut:
+def runs(state: StateDep, response: Response, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> RunsOut:
+    database, control = state.database, state.control
     out: list[RunOut] = []
     lock_held = is_lock_held(control.settings.db)
     if database.exists():
         with database.connect() as conn:
             if database.schema_ready(conn):
-                label(response, queries.generation(conn))
+                response.headers.update(generation_headers(queries.generation(conn)))
                 unfetched = unfetched_by_run(conn)
                 out = [
                     _run_out(run, control, lock_held=lock_held, unfetched=unfetched)
                     for run in list_runs(conn, limit=limit)
                 ]
-    return RunsOut(runs=out, now_unix=int(clock()))
-
-
-def _escaped_if_not_utf8(path: str) -> str | None:
-    """None for a path that is UTF-8 text; else the name with its stray bytes as `\\xff` escapes, for a note.
-
-    `os.walk` hands such bytes over as lone surrogates (PEP 383), which no JSON answer can carry, and no request
-    could name the file back: it is listed apart, to be renamed.
-    """
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return None
+    return RunsOut(runs=out, now_unix=int(state.clock()))
 
 
 @router.get("/imports")
@@ -205,7 +187,10 @@ def imports(state: StateDep) -> ImportsOut:
     files: list[ImportFileOut] = []
     unreadable: list[str] = []
     for f in list_mbox_files(settings.import_dir):
-        if (escaped := _escaped_if_not_utf8(f.path)) is not None:
+        # A name that is not UTF-8 reaches us with its stray bytes as lone surrogates (`os.walk`, PEP 383), which
+        # no JSON answer can carry and no request could name back: it is listed apart, as `\xff` escapes, to rename.
+        escaped = f.path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        if escaped != f.path:
             unreadable.append(escaped)
             continue
         command = import_command(path=f"{shown.rstrip('/')}/{f.path}", style=style, db=db, account=account)
@@ -222,24 +207,24 @@ def imports(state: StateDep) -> ImportsOut:
 
 
 @router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
-def start_run(body: LaunchBody, control: ControlDep) -> LaunchedOut:
-    run_id = control.launch(source=body.source, path=body.path, resume_run_id=body.resume_run_id)
+def start_run(body: LaunchBody, state: StateDep) -> LaunchedOut:
+    run_id = state.control.launch(source=body.source, path=body.path, resume_run_id=body.resume_run_id)
     return LaunchedOut(run_id=run_id)
 
 
 @router.post("/runs/{run_id}/cancel", status_code=202)
-def cancel_run(run_id: RunId, control: ControlDep) -> CancelledOut:
-    control.cancel(run_id)
+def cancel_run(run_id: RunId, state: StateDep) -> CancelledOut:
+    state.control.cancel(run_id)
     return CancelledOut(run_id=run_id)
 
 
 @router.post("/runs/{run_id}/consent", status_code=202)
-def paste_consent(run_id: RunId, body: ConsentBody, control: ControlDep) -> ConsentOut:
+def paste_consent(run_id: RunId, body: ConsentBody, state: StateDep) -> ConsentOut:
     """The address a browser on another machine ended on, handed to the waiting scan's own consent listener."""
-    control.paste_consent(run_id, body.address)
+    state.control.paste_consent(run_id, body.address)
     return ConsentOut(run_id=run_id)
 
 
 @router.get("/runs/{run_id}/log")
-def run_log(run_id: RunId, control: ControlDep) -> RunLogOut:
-    return RunLogOut(run_id=run_id, lines=control.log(run_id))
+def run_log(run_id: RunId, state: StateDep) -> RunLogOut:
+    return RunLogOut(run_id=run_id, lines=state.control.log(run_id))

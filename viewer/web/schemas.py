@@ -15,35 +15,33 @@ from viewer.query.hidden import MAX_HIDDEN
 MAX_ID = 2**63 - 1
 
 
-class LaunchBody(BaseModel):
-    """`POST /api/runs`: a new scan, a new import of a file in the import folder, or a resume of a run."""
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+class _Body(_Out):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LaunchBody(_Body):
+    """`POST /api/runs`: a new scan, a new import of a file in the import folder, or a resume of a run."""
 
     source: Literal["mbox", "gmail_api"] = Field(description="`mbox` imports `path`; `gmail_api` scans")
     path: str | None = Field(default=None, max_length=4096)
     resume_run_id: int | None = Field(default=None, ge=1, le=MAX_ID)
 
 
-class ConsentBody(BaseModel):
+class ConsentBody(_Body):
     """`POST /api/runs/{run_id}/consent`: the address the browser ended on after consent, when it could not reach
     the scan (a browser on another machine); only its `state` and `code` are used."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     address: str = Field(max_length=4096, description="e.g. `http://127.0.0.1:8765/?state=…&code=…`")
 
 
-class HiddenBody(BaseModel):
+class HiddenBody(_Body):
     """`POST /api/hidden`: the page's hidden senders, registered once and then named by id in `hidden=`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     senders: list[Annotated[str, StringConstraints(max_length=320)]] = Field(max_length=MAX_HIDDEN)
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
 class ErrorOut(_Out):

@@ -17,7 +17,6 @@ from shared.errors import ErrorKind
 
 CSRF_HEADER = "x-gmail-stats-csrf"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'"),
     (b"x-content-type-options", b"nosniff"),
@@ -31,19 +30,20 @@ MAX_BODY_BYTES = 16 * 1024
 BODY_CAPS = {"/api/hidden": 4 * 1024 * 1024}
 
 
-def body_cap(path: str) -> int:
-    return BODY_CAPS.get(path, MAX_BODY_BYTES)
+_INTERNAL = (500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
 
 
 def _too_large(cap: int) -> tuple[int, str, str]:
     return 413, ErrorKind.TOO_LARGE, f"the request body is larger than {cap // 1024} KiB"
 
 
-async def _answer(send: Send, status: int, kind: str, text: str, *, close: bool = False) -> None:
-    """A complete `{"error": kind, "message": text}` response; `close` ends the connection (a body is unread)."""
+async def _answer(send: Send, status: int, kind: str, text: str) -> None:
+    """A complete `{"error": kind, "message": text}` response. A 413 also ends the connection: the body is unread,
+    and must not be taken for the next request on it."""
     body = json.dumps({"error": kind, "message": text}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if close:
+    headers += SECURITY_HEADERS
+    if status == 413:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -52,8 +52,6 @@ async def _answer(send: Send, status: int, kind: str, text: str, *, close: bool 
 def split_host(host: str) -> str | None:
     """The host name of a `Host` header value without its port, lower-cased; None when malformed."""
     host = host.strip().lower()
-    if not host:
-        return None
     if host.startswith("["):
         end = host.find("]")
         if end == -1:
@@ -85,23 +83,21 @@ class SecurityGuard:
             return
         started = too_large = False
         received = 0
-        cap = body_cap(scope["path"])
+        cap = BODY_CAPS.get(scope["path"], MAX_BODY_BYTES)
 
         async def send_with_headers(message: Message) -> None:
             nonlocal started
+            if too_large:  # the app's answer to a body cut short is replaced by the 413 below
+                return
             if message["type"] == "http.response.start":
                 started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _STRIPPED]
                 message = {**message, "headers": [*headers, *SECURITY_HEADERS]}
             await send(message)
 
-        async def app_send(message: Message) -> None:
-            if not too_large:  # the app's answer to a body cut short is replaced by the 413 below
-                await send_with_headers(message)
-
         async def limited_receive() -> Message:
             # Counted as it arrives (chunked bodies have no Content-Length): past the cap, the app sees the
-            # client go away instead of more bytes, so no route ever holds more than its `body_cap`.
+            # client go away instead of more bytes, so no route ever holds more than its cap.
             nonlocal received, too_large
             if too_large:
                 return {"type": "http.disconnect"}
@@ -113,28 +109,23 @@ class SecurityGuard:
                     return {"type": "http.disconnect"}
             return message
 
-        refusal = self.refusal(scope)
+        refusal = self._refusal(scope, cap)
         if refusal is not None:
-            # An unread body must not be taken for the next request on this connection.
-            await _answer(send_with_headers, *refusal, close=refusal[0] == 413)
+            await _answer(send, *refusal)
             return
         try:
-            await self.app(scope, limited_receive, app_send)
+            await self.app(scope, limited_receive, send_with_headers)
         except Exception:
             if started:
                 raise
-            if too_large:
-                await _answer(send_with_headers, *_too_large(cap), close=True)
-                return
-            # The server's own 500 would carry none of the headers: answer here, then let it log the error.
-            await _answer(send_with_headers, 500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
-            raise
-        if too_large and not started:
-            await _answer(send_with_headers, *_too_large(cap), close=True)
-        elif not started:
-            await _answer(send_with_headers, 500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
+            if not too_large:
+                # The server's own 500 would carry none of the headers: answer here, then let it log the error.
+                await _answer(send, *_INTERNAL)
+                raise
+        if not started:  # a body cut short, or an app that never answered
+            await _answer(send, *(_too_large(cap) if too_large else _INTERNAL))
 
-    def refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+    def _refusal(self, scope: Scope, cap: int) -> tuple[int, str, str] | None:
         headers: dict[str, str] = {}
         for key, value in scope.get("headers", []):
             # Repeated security-relevant headers are refused below by comparing the joined value.
@@ -150,10 +141,9 @@ class SecurityGuard:
             )
         length = headers.get("content-length", "0")
         # Refused before a byte of the body is read (the server then stops reading, and closes).
-        cap = body_cap(scope["path"])
         if not length.isdigit() or int(length) > cap:
             return _too_large(cap)
-        if scope["method"] in SAFE_METHODS:
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
             return None
         # The order is part of the contract: content type, token, Origin, Sec-Fetch-Site.
         media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()

@@ -91,29 +91,27 @@ class RateTracker:
         self._clock = clock
         self._lock = threading.Lock()
         self._run_id: int | None = None
-        self._first: tuple[int, int] | None = None  # (messages, units) at the first look
+        self._seen: tuple[int, int] | None = None  # (messages, units) at the last look
         self._commits: list[Sample] = []
         self._eta: float | None = None
 
     def observe(self, run: Run | None) -> Progress:
         if run is None:
             with self._lock:
-                self._run_id, self._first, self._commits, self._eta = None, None, [], None
+                self._run_id = None  # whatever run comes next starts afresh
             return Progress(None, None)
         by_bytes = run.source == Source.MBOX and bool(run.bytes_total)
         units = run.bytes_done if by_bytes else run.messages_seen
         total = run.bytes_total if by_bytes else run.total_estimate
+        seen = (run.messages_seen, units)
         now = self._clock()
         with self._lock:
-            if self._run_id != run.run_id:
-                self._run_id, self._first, self._commits, self._eta = run.run_id, None, [], None
-            seen = (run.messages_seen, units)
+            if self._run_id != run.run_id:  # the first look: no commit to measure from
+                self._run_id, self._seen, self._commits, self._eta = run.run_id, seen, [], None
+            elif seen != self._seen:
+                self._seen = seen
+                self._commits.append(Sample(now, *seen))
             commits = self._commits
-            latest = (commits[-1].messages, commits[-1].units) if commits else self._first
-            if latest is None:
-                self._first = seen
-            elif seen != latest:
-                commits.append(Sample(now, *seen))
             # The window, but never fewer commits than a steady rate needs.
             while len(commits) > STEADY_INTERVALS + 1 and now - commits[0].at > WINDOW_SECONDS:
                 del commits[0]
