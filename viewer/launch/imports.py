@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path, PurePosixPath
 
 from shared.errors import ErrorKind
@@ -26,13 +28,12 @@ class ImportFile:
 
 def list_mbox_files(import_dir: Path) -> list[ImportFile]:
     """`.mbox` files (any case) under the folder, a few levels deep, without following directory symlinks."""
+    return sorted(islice(_mbox_files(import_dir), MAX_FILES), key=lambda f: f.path.lower())
+
+
+def _mbox_files(import_dir: Path) -> Iterator[ImportFile]:
     root = import_dir.absolute()
-    found: list[ImportFile] = []
-    if not root.is_dir():
-        return found
-    for current, dirs, files in os.walk(root, followlinks=False):
-        if len(found) >= MAX_FILES:
-            break
+    for current, dirs, files in os.walk(root, followlinks=False):  # nothing when the folder is missing
         depth = len(Path(current).relative_to(root).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
         for name in sorted(files):
@@ -44,14 +45,12 @@ def list_mbox_files(import_dir: Path) -> list[ImportFile]:
                 info = full.stat()
             except (ApiError, OSError):
                 continue
-            found.append(ImportFile(full.relative_to(root).as_posix(), info.st_size, int(info.st_mtime)))
-            if len(found) >= MAX_FILES:
-                break
-    return sorted(found, key=lambda f: f.path.lower())
+            yield ImportFile(full.relative_to(root).as_posix(), info.st_size, int(info.st_mtime))
 
 
-def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Path:
-    """The real path of `relative` inside the folder; raises `ApiError(422, "bad_path")` otherwise."""
+def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> str:
+    """The real path of `relative` relative to the real folder, or `ApiError(422, "bad_path")`: the ingester is
+    handed what was checked, never a name a link swapped in later could redirect (it refuses links itself, too)."""
     if not relative or "\x00" in relative or Path(relative).is_absolute():
         raise ApiError(422, ErrorKind.BAD_PATH, "give a path relative to the import folder, as listed by /api/imports")
     try:
@@ -77,7 +76,7 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> Pa
             raise ApiError(422, ErrorKind.BAD_PATH, "the file cannot be read by the viewer") from None
         if sniffed.problem is not None:
             raise ApiError(422, ErrorKind.BAD_PATH, f"not an mbox file ({sniffed.reason})")
-    return target
+    return target.relative_to(root).as_posix()
 
 
 def relative_to_import_dir(import_dir: Path, path: str, *, host_dir: str | None = None) -> str | None:

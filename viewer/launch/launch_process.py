@@ -14,17 +14,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from shared.accounts import DEFAULT_ACCOUNT, Refresh, check_name
-from viewer.launch.launcher import (
-    LOG_TAIL_LINES,
-    LaunchCommand,
-    Launched,
-    LaunchError,
-    LaunchRequest,
-)
+from viewer.launch.launcher import LOG_TAIL_LINES, LaunchCommand, Launched, LaunchError, LaunchRequest
 
 _LOG_TAIL_BYTES = 64 * 1024
 # A launched ingester inherits its own settings (GMAIL_STATS_*) and what any process needs for programs, locale,
@@ -36,11 +29,6 @@ _INHERITED = frozenset(
         "OAUTHLIB_INSECURE_TRANSPORT",
     }
 )
-
-
-def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The part of `environ` a launched ingester gets (the launch adds its database and launch token)."""
-    return {k: v for k, v in environ.items() if k in _INHERITED or k.startswith(("GMAIL_STATS_", "LC_"))}
 
 
 def default_ingest_command() -> list[str]:
@@ -56,14 +44,6 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
     """The complete argv for a request; the only caller-supplied parts are a validated path, a run id, an account
     name and (for `account`) a refresh choice or an address, each checked before it gets here."""
     argv = [*ingest_command, str(request.command)]
-    named = ["--account", check_name(request.account)] if request.account != DEFAULT_ACCOUNT else []
-    if request.command is LaunchCommand.ACCOUNT:
-        argv += named
-        if request.refresh is not None:
-            argv += ["--refresh", str(Refresh(request.refresh))]
-        if request.address is not None:
-            argv.append(f"--address={request.address}")  # one word: an address may start with `-`
-        return [*argv, "--quiet"]
     if request.command is LaunchCommand.IMPORT:
         if request.import_path is None:
             raise ValueError("an import needs import_path")
@@ -71,17 +51,15 @@ def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_
         argv += [str(import_dir.resolve() / request.import_path), "--confine-to", str(import_dir.resolve())]
     if request.resume_run_id is not None:
         argv += ["--resume", str(int(request.resume_run_id))]
-    argv += named
+    if request.account != DEFAULT_ACCOUNT:
+        argv += ["--account", check_name(request.account)]
+    if request.refresh is not None:
+        argv += ["--refresh", str(Refresh(request.refresh))]
+    if request.address is not None:
+        argv.append(f"--address={request.address}")  # one word: an address may start with `-`
     if request.unattended:
         argv.append("--unattended")
-    argv.append("--quiet")
-    return argv
-
-
-@dataclass(slots=True)
-class _Child:
-    process: subprocess.Popen[bytes]
-    log_path: Path
+    return [*argv, "--quiet"]
 
 
 class ProcessLauncher:
@@ -98,8 +76,9 @@ class ProcessLauncher:
         self.ingest_command = list(ingest_command)
         self.db_path = db_path.absolute()
         self.import_dir = import_dir
-        self.environ = inherited_environment(os.environ if environ is None else environ)
-        self._children: dict[str, _Child] = {}
+        inherited = os.environ if environ is None else environ
+        self.environ = {k: v for k, v in inherited.items() if k in _INHERITED or k.startswith(("GMAIL_STATS_", "LC_"))}
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
         self._log_dir = Path(tempfile.mkdtemp(prefix="gmail-stats-viewer-"))
 
@@ -113,9 +92,8 @@ class ProcessLauncher:
             "GMAIL_STATS_LAUNCH_TOKEN": request.launch_token,
             "PYTHONUNBUFFERED": "1",
         }
-        log_path = self._log_dir / f"{request.launch_token[:16]}.log"
         try:
-            with log_path.open("wb") as log:
+            with self._log_path(request.launch_token).open("wb") as log:
                 process = subprocess.Popen(
                     argv,
                     stdin=subprocess.DEVNULL,
@@ -132,38 +110,40 @@ class ProcessLauncher:
             ) from exc
         launched = Launched(handle=str(process.pid), launch_token=request.launch_token)
         with self._lock:
-            self._children[launched.handle] = _Child(process, log_path)
+            self._children[launched.handle] = process
         return launched
 
-    def _child(self, launched: Launched) -> _Child | None:
+    def _log_path(self, launch_token: str) -> Path:
+        return self._log_dir / f"{launch_token[:16]}.log"
+
+    def _child(self, launched: Launched) -> subprocess.Popen[bytes] | None:
         with self._lock:
             return self._children.get(launched.handle)
 
     def is_alive(self, launched: Launched) -> bool:
         child = self._child(launched)
-        return child is not None and child.process.poll() is None
+        return child is not None and child.poll() is None
 
     def cancel(self, launched: Launched, *, grace_seconds: float) -> None:
         child = self._child(launched)
-        if child is None or child.process.poll() is not None:
+        if child is None or child.poll() is not None:
             return
-        child.process.send_signal(signal.SIGTERM)
+        child.send_signal(signal.SIGTERM)
 
         def escalate() -> None:
             try:
-                child.process.wait(timeout=grace_seconds)
+                child.wait(timeout=grace_seconds)
             except subprocess.TimeoutExpired:
-                child.process.kill()
-                child.process.wait()
+                child.kill()
+                child.wait()
 
         threading.Thread(target=escalate, name=f"cancel-{launched.handle}", daemon=True).start()
 
     def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
-        child = self._child(launched)
-        if child is None:
+        if self._child(launched) is None:
             return []
         try:
-            with child.log_path.open("rb") as handle:
+            with self._log_path(launched.launch_token).open("rb") as handle:
                 size = handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, size - _LOG_TAIL_BYTES))
                 data = handle.read()
@@ -185,13 +165,13 @@ class ProcessLauncher:
         with self._lock:
             children = list(self._children.values())
         for child in children:
-            child.process.poll()
+            child.poll()
 
     def close(self) -> None:
         """Leaves running children alone (a watcher reaps each when it ends) and removes the log folder."""
         with self._lock:
             children, self._children = list(self._children.values()), {}
         for child in children:
-            if child.process.poll() is None:
-                threading.Thread(target=child.process.wait, name="reap-ingester", daemon=True).start()
+            if child.poll() is None:
+                threading.Thread(target=child.wait, name="reap-ingester", daemon=True).start()
         shutil.rmtree(self._log_dir, ignore_errors=True)

@@ -17,12 +17,11 @@ from sqlalchemy import Connection, func, select
 from shared.account_store import read_settings
 from shared.accounts import Refresh
 from shared.errors import ErrorKind
-from shared.lock import is_lock_held
-from shared.runs import Run, get_run
+from shared.runs import get_run
 from shared.schema.models import RunState, Source, ingest_runs
 from shared.timeutil import Clock
 from viewer.errors import ApiError
-from viewer.launch.control import LaunchAsk, RunControl
+from viewer.launch.control import RunControl
 
 _T = ingest_runs.c
 
@@ -47,7 +46,7 @@ def freshness(conn: Connection) -> Freshness:
         select(_T.run_id).where(_T.source == Source.GMAIL_API, _T.state == RunState.DONE).limit(1)
     ).first()
     last_id = conn.execute(select(func.max(_T.run_id)).where(_T.source == Source.GMAIL_API)).scalar()
-    last: Run | None = get_run(conn, int(last_id)) if last_id is not None else None
+    last = get_run(conn, int(last_id)) if last_id is not None else None
     needs_consent = last is not None and last.error_kind == ErrorKind.AUTH_REQUIRED
     interval = values.refresh.interval_seconds
     due = None
@@ -63,26 +62,15 @@ def freshness(conn: Connection) -> Freshness:
     )
 
 
-def account_freshness(control: RunControl) -> Freshness | None:
-    """The freshness of the control's account; None before its database has our schema."""
-    database = control.database
-    if not database.exists():
-        return None
-    with database.connect() as conn:
-        return freshness(conn) if database.schema_ready(conn) else None
-
-
 def refresh_if_due(control: RunControl, *, now: float) -> int | None:
     """Starts the account's refresh scan when it is due and nothing runs; returns its run id when it did."""
-    if is_lock_held(control.settings.db):
-        return None
     try:
-        fresh = account_freshness(control)
+        fresh = control.database.read_ready(freshness)
         if fresh is None or fresh.next_refresh_unix is None or now < fresh.next_refresh_unix:
             return None
-        return control.launch(LaunchAsk(source=Source.GMAIL_API, unattended=True))
+        return control.launch(source=Source.GMAIL_API, unattended=True)
     except ApiError:
-        return None  # busy, or another ingester started first: the next tick looks again
+        return None  # busy, or an ingester runs (`launch` refuses then): the next tick looks again
 
 
 class Refresher:

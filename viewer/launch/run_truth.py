@@ -21,12 +21,7 @@ def stopped_unexpectedly(run: Run, *, lock_held: bool, runner_alive: bool) -> bo
 
 def unfetched_by_run(conn: Connection) -> dict[int, int]:
     """Messages a scan listed but could not fetch, by the run that last tried them; the next scan retries them.
-
-    A database from before the retry table has none.
-    """
-    known = conn.exec_driver_sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gmail_retry'").first()
-    if known is None:
-        return {}
+    Read from a ready schema only, which has the retry table (migration 4)."""
     rows = conn.execute(
         select(gmail_retry.c.run_id, func.count())
         .where(gmail_retry.c.run_id.is_not(None))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
@@ -23,6 +24,7 @@ from viewer.query.queries import DbState, Generation, SourceMix, Totals
 _OPEN_PATIENCE_SECONDS = 0.3
 _PROBE = "SELECT 1 FROM sqlite_master LIMIT 1"
 _OPEN_RETRY_SECONDS = 0.02
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,13 @@ class Database:
     def schema_ready(self, conn: Connection) -> bool:
         """True when the schema is the one this code reads (run rows and senders can be queried)."""
         return queries.schema_state(conn)[0] is DbState.READY
+
+    def read_ready(self, read: Callable[[Connection], _T]) -> _T | None:
+        """`read` on a short connection when the database exists with the schema this code reads, else None."""
+        if not self.exists():
+            return None
+        with self.connect() as conn:
+            return read(conn) if self.schema_ready(conn) else None
 
     def snapshot(self, conn: Connection, *, with_totals: bool = True) -> Snapshot:
         """The state, totals and generation this connection's transaction reads (its first statement begins it).

@@ -15,7 +15,7 @@ from shared.account_store import is_address
 from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from viewer.errors import ApiError
-from viewer.launch.refresh import account_freshness
+from viewer.launch.refresh import freshness
 from viewer.query.queries import DbState
 from viewer.web.deps import AccountsDep, StateDep, ViewerState
 from viewer.web.schemas import ERROR_RESPONSES
@@ -56,7 +56,7 @@ def _account_out(state: ViewerState) -> AccountOut:
     if database.exists():
         with database.connect() as conn:
             db = database.snapshot(conn).state
-    fresh = account_freshness(state.control)  # None while the database is missing
+    fresh = database.read_ready(freshness)  # None while the database is missing
     return AccountOut(
         name=state.account,
         gmail_address=fresh.gmail_address if fresh else None,

@@ -18,7 +18,7 @@ from shared.actions.gmail_filters import MAX_LABEL, FilterActions, filters_file
 from shared.actions.gmail_search import Narrowing, split_links, valid_account
 from shared.errors import ErrorKind, UsageError
 from viewer.errors import ApiError
-from viewer.launch.refresh import account_freshness
+from viewer.launch.refresh import freshness
 from viewer.query.filters import SenderFilter
 from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
@@ -60,7 +60,7 @@ def _address(state: StateDep, address: str | None) -> str | None:
         if not valid_account(address):
             raise ApiError(422, ErrorKind.BAD_REQUEST, "address must be a Gmail address such as you@gmail.com")
         return address
-    fresh = account_freshness(state.control)
+    fresh = state.database.read_ready(freshness)
     stored = fresh.gmail_address if fresh is not None else None
     return stored if stored is not None and valid_account(stored) else None
 

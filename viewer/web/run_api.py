@@ -21,7 +21,7 @@ from shared.resume import import_command, runs_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.schema.models import RunState
 from viewer.errors import from_bad_contents
-from viewer.launch.control import LaunchAsk, RunControl
+from viewer.launch.control import RunControl
 from viewer.launch.imports import list_mbox_files, relative_to_import_dir
 from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
 from viewer.query import queries
@@ -208,7 +208,7 @@ def imports(state: StateDep) -> ImportsOut:
 
 @router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
 def start_run(body: LaunchBody, state: StateDep) -> LaunchedOut:
-    run_id = state.control.launch(LaunchAsk(source=body.source, path=body.path, resume_run_id=body.resume_run_id))
+    run_id = state.control.launch(source=body.source, path=body.path, resume_run_id=body.resume_run_id)
     return LaunchedOut(run_id=run_id)
 
 
