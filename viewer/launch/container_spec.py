@@ -235,8 +235,7 @@ def request_document(request: LaunchRequest, *, now: float) -> bytes:
         except ValueError:
             raise LaunchError(f"{request.refresh!r} is no refresh interval", hint="off, hourly or daily") from None
         document.update(account=request.account, unattended=False, refresh=refresh, address=request.address)
-        return json.dumps(document, sort_keys=True).encode()
-    if request.command is LaunchCommand.IMPORT:
+    elif request.command is LaunchCommand.IMPORT:
         document["import_path"] = _relative_import(request.import_path)
     if request.resume_run_id is not None:
         document["resume_run_id"] = int(request.resume_run_id)

@@ -61,10 +61,10 @@ def runner_state(client: DockerClient, name: str) -> dict[str, Any] | None:
     return state
 
 
-def connect(*, timeout: int = 30) -> DockerClient:
+def connect() -> DockerClient:
     """A client for the engine named by DOCKER_HOST (the viewer: its API filter), at the engine's API version."""
     try:
-        return docker.from_env(version="auto", timeout=timeout)
+        return docker.from_env(version="auto", timeout=30)
     except API_ERRORS as exc:
         raise LaunchError(
             f"cannot reach the Docker engine: {exc}",

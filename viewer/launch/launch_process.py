@@ -140,8 +140,7 @@ class ProcessLauncher:
         threading.Thread(target=escalate, name=f"cancel-{launched.handle}", daemon=True).start()
 
     def log_tail(self, launched: Launched, *, lines: int = LOG_TAIL_LINES) -> list[str]:
-        if self._child(launched) is None:
-            return []
+        # Only this launcher's launches have a log in its private folder (removed by `close`).
         try:
             with self._log_path(launched.launch_token).open("rb") as handle:
                 size = handle.seek(0, os.SEEK_END)

@@ -27,7 +27,6 @@ class DockerLauncher:
 
     @classmethod
     def from_runners_file(cls) -> DockerLauncher:
-        """The launcher of the runners the entrypoint created (see `RUNNERS_FILE`)."""
         try:
             runners = Runners.from_json(RUNNERS_FILE.read_text())
         except (OSError, ValueError, KeyError) as exc:
@@ -125,8 +124,7 @@ class DockerLauncher:
         return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
 
     def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
-        if not self.is_alive(launched):
-            return
+        # `_signal` checks the run is still this one each time: an ended one is never signalled.
         self._signal(launched, "SIGTERM")
         timer = threading.Timer(grace_seconds, self._signal, args=(launched, "SIGKILL"))
         timer.daemon = True
