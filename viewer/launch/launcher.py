@@ -28,8 +28,8 @@ class LaunchCommand(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LaunchRequest:
-    """What to run. `import_path` is relative to the import folder; `launch_token` goes to the ingester as
-    `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
+    """What to run. `import_path` is relative to the import folder; `launch_token` (random, one per request) goes to
+    the ingester as `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
 
     command: LaunchCommand
     launch_token: str = field(default_factory=lambda: secrets.token_hex(16))
