@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -259,3 +260,19 @@ def test_the_guard_answers_for_an_app_that_did_not(inner: ASGIApp) -> None:
     assert response.status_code == 500
     assert response.json() == {"error": "internal", "message": "the viewer hit an unexpected error; see its log"}
     _assert_security_headers(response.headers)
+
+
+def test_no_telemetry_whatever_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """FastAPI sets up OpenTelemetry export when the environment asks (`FASTAPI_OTEL_AUTO_CONFIGURE`); the viewer
+    never does: in that environment a plain FastAPI app tries (and says so), the viewer serves without trying."""
+    monkeypatch.setenv("FASTAPI_OTEL_AUTO_CONFIGURE", "true")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    with TestClient(FastAPI()):
+        pass
+    assert any("telemetry" in record.getMessage().lower() for record in caplog.records)
+    caplog.clear()
+    with viewer(make_settings(tmp_path)) as client:
+        assert client.get("/api/status").status_code == 200
+    assert not [record.getMessage() for record in caplog.records if "telemetry" in record.getMessage().lower()]

@@ -124,6 +124,15 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=OPENAPI_URL,
+        # No telemetry (README, privacy): FastAPI's own OpenTelemetry spans, metrics and logs, whose URLs carry the
+        # searches, stay off even when the environment asks for them (FASTAPI_OTEL_AUTO_CONFIGURE, a global provider).
+        telemetry={
+            "tracing": False,
+            "metrics": False,
+            "logs": False,
+            "operation_spans": False,
+            "auto_configure": False,
+        },
     )
     app.state.accounts = accounts
     app.state.refresher = refresher

@@ -1,4 +1,4 @@
-"""Schema step 8: a first full scan's persisted listing and its seeded random order (`scan_sample`, `scan_listed`).
+"""Schema step 9: a first full scan's persisted listing and its seeded random order (`scan_sample`, `scan_listed`).
 
 A first full scan lists every id (with its thread) before fetching any, stores them here, then fetches whole
 threads in a seeded random permutation: `scan_listed.slot` is a thread's position in it, and `scan_sample.threads_done`

@@ -129,6 +129,11 @@ def _create_scan_settled(conn: Connection) -> None:
     )
 
 
+def _index_sender_months_by_month(conn: Connection) -> None:
+    # A month's senders (the chart bar's filter) was a scan of every sender's months (~150 ms at 1.5M rows).
+    conn.exec_driver_sql("CREATE INDEX ix_sender_months_month ON sender_months (month)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
@@ -139,6 +144,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "senders.search_key and its covering index, for searches tested on every sender", add_search_key),
     Migration(8, "data_generation: raised by every commit, the viewer's cache key", add_generation),
     Migration(9, "scan_sample and scan_listed: a first full scan's listing in its random order", add_scan_sample),
+    Migration(10, "sender_months indexed by month, for the chart bar's filter", _index_sender_months_by_month),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.
