@@ -27,7 +27,7 @@ from viewer.launch.refresh import Refresher
 from viewer.query.database import Database
 from viewer.query.hidden import HiddenSets
 from viewer.settings import ViewerSettings
-from viewer.web import account_api, api, domain_export, estimates_api, gmail_api, run_api
+from viewer.web import account_api, api, estimates_api, export, gmail_api, run_api
 from viewer.web.deps import Accounts, ViewerState
 from viewer.web.handlers import install_error_handlers
 from viewer.web.security import SecurityGuard
@@ -138,7 +138,7 @@ def create_app(
     app.state.refresher = refresher
     app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
-    for routes in (api, domain_export, run_api, gmail_api, estimates_api, account_api):
+    for routes in (api, export, run_api, gmail_api, estimates_api, account_api):
         app.include_router(routes.router)
 
     @app.get("/", include_in_schema=False)

@@ -39,6 +39,7 @@ class ApiError(GmailStatsError):
 
 # Stands in messages for the command that lists runs; the handler writes the person's form (`runs_command`).
 RUNS_COMMAND = "{runs}"
+INTERNAL_MESSAGE = "the viewer hit an unexpected error; see its log"
 
 
 def error_body(kind: str, message: str, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import Response
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
@@ -26,7 +26,6 @@ from viewer.query.rollup_queries import DomainSort
 from viewer.query.sender_queries import SortKey, SortOrder
 from viewer.web.answers import cached_answer, generation_headers
 from viewer.web.deps import FilterDep, StateDep
-from viewer.web.export import senders_csv
 from viewer.web.schemas import (
     ERROR_RESPONSES,
     MAX_ID,
@@ -199,22 +198,6 @@ async def volume(
 
     key = ("volume", sender, f.domain, f.exclude)
     return await cached_answer(state.database, key, series, lambda: VolumeOut(months=[], undated=0))
-
-
-@router.get(
-    "/export.csv",
-    response_class=StreamingResponse,
-    responses={200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "matching senders"}},
-)
-def export_csv(
-    state: StateDep,
-    f: FilterDep,
-    sort: SortKey = SortKey.MAILS_SENT,
-    order: SortOrder = SortOrder.DESC,
-) -> StreamingResponse:
-    """The senders the page shows with the same filters and sort, every page at once; dates in ISO 8601 (UTC)."""
-    # Built completely before the first byte is sent: a read error is a 503, never a cut-off 200.
-    return senders_csv(state.database, f=f, sort=sort, order=order)
 
 
 @router.post("/hidden")

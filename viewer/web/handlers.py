@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from shared.errors import ErrorKind
 from shared.resume import CommandStyle, runs_command
-from viewer.errors import RUNS_COMMAND, ApiError, error_body
+from viewer.errors import INTERNAL_MESSAGE, RUNS_COMMAND, ApiError, error_body
 
 log = logging.getLogger("viewer")
 
@@ -51,9 +51,7 @@ def install_error_handlers(app: FastAPI, *, style: CommandStyle, db: str | None 
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
         # Starlette's ServerErrorMiddleware calls this for anything unhandled, then re-raises for the server log.
         log.error("unhandled error: %r", exc)
-        return JSONResponse(
-            error_body(ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log"), status_code=500
-        )
+        return JSONResponse(error_body(ErrorKind.INTERNAL, INTERNAL_MESSAGE), status_code=500)
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from shared.errors import ErrorKind
+from viewer.errors import INTERNAL_MESSAGE, error_body
 
 CSRF_HEADER = "x-gmail-stats-csrf"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
@@ -30,21 +31,26 @@ MAX_BODY_BYTES = 16 * 1024
 BODY_CAPS = {"/api/hidden": 4 * 1024 * 1024}
 
 
-_INTERNAL = (500, ErrorKind.INTERNAL, "the viewer hit an unexpected error; see its log")
+_INTERNAL = (500, ErrorKind.INTERNAL, INTERNAL_MESSAGE)
 
 
 def _too_large(cap: int) -> tuple[int, str, str]:
     return 413, ErrorKind.TOO_LARGE, f"the request body is larger than {cap // 1024} KiB"
 
 
-async def _answer(send: Send, status: int, kind: str, text: str) -> None:
-    """A complete `{"error": kind, "message": text}` response. A 413 also ends the connection: the body is unread,
-    and must not be taken for the next request on it."""
-    body = json.dumps({"error": kind, "message": text}).encode()
+def error_answer(kind: str, text: str, *, close: bool = False) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers (the security ones too) and body of a `{"error": kind, "message": text}` answer written below
+    the app; `close` ends the connection, for a request whose body is left unread."""
+    body = json.dumps(error_body(kind, text)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers += SECURITY_HEADERS
-    if status == 413:
+    if close:
         headers.append((b"connection", b"close"))
+    return [*headers, *SECURITY_HEADERS], body
+
+
+async def _answer(send: Send, status: int, kind: str, text: str) -> None:
+    # A 413's body is unread, and must not be taken for the next request on the connection.
+    headers, body = error_answer(kind, text, close=status == 413)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
