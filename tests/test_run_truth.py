@@ -1,4 +1,4 @@
-"""`viewer.launch.run_truth`: when an open run row is shown as stopped, and what a partial scan left out, derived from
+"""`viewer.launch.control`: when an open run row is shown as stopped, and what a partial scan left out, derived from
 real files (the ingest lock, the database) and a launcher that says whether its runner still runs; the row untouched."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from shared.lock import IngestLock
 from shared.runs import create_run, finish_run, get_run
 from shared.schema.models import RunOutcome, RunState, Source, gmail_retry
 from tests.viewer_support import file_digests, make_settings, seed, viewer
+from viewer.launch.control import stopped_unexpectedly
 from viewer.launch.launcher import Launched, LaunchRequest
-from viewer.launch.run_truth import stopped_unexpectedly
 
 NOW = 1_800_000_000
 TOKEN = "t" * 32

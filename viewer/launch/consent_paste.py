@@ -14,15 +14,21 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+from shared.errors import ErrorKind
+from viewer.errors import ApiError
+
 MAX_ADDRESS_CHARS = 4096
 # What OAuth states (oauthlib: letters and digits) and Google's codes (`4/0Ab…`) are made of, once decoded.
 _VALUE = re.compile(r"[A-Za-z0-9._~/+-]{1,1024}")
-# The listener's answers (ingester/gmail/consent.py): 200 took the answer, 404 is not for this consent.
-ACCEPTED, NOT_THIS_CONSENT = 200, 404
+# The listener answers within a second (ingester/gmail/consent.py); a little more for a loaded machine.
+_DELIVERY_TIMEOUT = 10.0
 
 
-class BadPaste(ValueError):
-    """Pasted text that is not a consent redirect address; the message is the one line the page shows."""
+class BadPaste(ApiError):
+    """Pasted text that is not this consent's redirect address; the message is the one line the page shows."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(422, ErrorKind.BAD_REQUEST, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +80,20 @@ def awaited_consent(auth_url: str | None) -> AwaitedConsent | None:
     return AwaitedConsent(state=state, port=port)
 
 
-def deliver(pasted: PastedConsent, *, host: str, port: int, timeout: float) -> int:
-    """Sends the redirect's GET to the listener and returns its status; raises `OSError` when nothing listens."""
-    connection = http.client.HTTPConnection(host, port, timeout=timeout)
+def deliver(pasted: PastedConsent, *, host: str, port: int, run_id: int) -> None:
+    """Sends the redirect's GET to the listener; raises `ApiError` unless it took the answer (HTTP 200: the
+    listener of ingester/gmail/consent.py answers 404 to an address that is not from its consent)."""
+    connection = http.client.HTTPConnection(host, port, timeout=_DELIVERY_TIMEOUT)
     try:
         path = "/?" + urlencode({"state": pasted.state, "code": pasted.code})
         connection.request("GET", path, headers={"Host": f"127.0.0.1:{port}", "Connection": "close"})
         response = connection.getresponse()
         response.read()
-        return response.status
-    except http.client.HTTPException as exc:
-        raise OSError(f"the consent listener gave no HTTP answer: {exc}") from exc
+    except (OSError, http.client.HTTPException) as exc:  # nothing listens, or no HTTP answer
+        raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is no longer waiting for consent") from exc
     finally:
         connection.close()
+    if response.status == 404:
+        raise BadPaste("the scan refused that address: it is not from this consent")
+    if response.status != 200:
+        raise ApiError(409, ErrorKind.NOT_RUNNING, f"the scan's consent listener answered HTTP {response.status}")

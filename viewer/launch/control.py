@@ -1,16 +1,19 @@
 """Starting, cancelling and inspecting ingesters on behalf of the page; the viewer itself never writes the database.
 
 A launch is owned by this viewer when it carries a launch token this viewer issued (or adopted after a restart).
+A run's true state is derived read-only from its row, the ingest lock and the launcher: a run left `running` by a
+killed ingester stays so until the next ingester marks it `abandoned`; until then the page says it stopped.
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from sqlalchemy import Connection, func, select
 
 from shared.account_store import read_settings
 from shared.accounts import DEFAULT_ACCOUNT
@@ -18,18 +21,34 @@ from shared.errors import ErrorKind
 from shared.lock import is_lock_held
 from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, get_run, run_by_launch_token
-from shared.schema.models import RunState, Source
+from shared.schema.models import RunState, Source, gmail_retry
 from viewer.errors import ApiError
-from viewer.launch.consent_paste import ACCEPTED, NOT_THIS_CONSENT, BadPaste, awaited_consent, deliver, parse_pasted
+from viewer.launch.consent_paste import BadPaste, awaited_consent, deliver, parse_pasted
 from viewer.launch.imports import relative_to_import_dir, resolve_import
 from viewer.launch.launcher import LaunchCommand, Launched, Launcher, LaunchError, LaunchRequest
 from viewer.query.database import Database
 from viewer.settings import ViewerSettings
 
 _POLL_SECONDS = 0.05
-# The listener answers within a second (ingester/gmail/consent.py); a little more for a loaded machine.
-_CONSENT_DELIVERY_TIMEOUT = 10.0
 _REAP_EVERY_SECONDS = 5.0
+
+
+def stopped_unexpectedly(run: Run, *, lock_held: bool, runner_alive: bool) -> bool:
+    """An open row nobody is running: no ingester holds the lock (the kernel drops it when a process dies) and
+    the runner this viewer started, if any, has exited (a lock on a filesystem that does not share `flock`s with
+    the runner's must not make a live run look dead)."""
+    return run.is_open and not lock_held and not runner_alive
+
+
+def unfetched_by_run(conn: Connection) -> dict[int, int]:
+    """Messages a scan listed but could not fetch, by the run that last tried them; the next scan retries them.
+    Read from a ready schema only, which has the retry table (migration 4)."""
+    rows = conn.execute(
+        select(gmail_retry.c.run_id, func.count())
+        .where(gmail_retry.c.run_id.is_not(None))
+        .group_by(gmail_retry.c.run_id)
+    )
+    return {int(run_id): int(count) for run_id, count in rows}
 
 
 class RunControl:
@@ -107,8 +126,7 @@ class RunControl:
                 raise ApiError(422, ErrorKind.BAD_PATH, "an import needs `path`, a file listed by /api/imports")
             import_path = resolve_import(self.settings.import_dir, path)
         request = LaunchRequest(
-            command=LaunchCommand.IMPORT if source == Source.MBOX else LaunchCommand.SCAN,
-            launch_token=secrets.token_hex(16),
+            LaunchCommand.IMPORT if source == Source.MBOX else LaunchCommand.SCAN,
             import_path=import_path,
             resume_run_id=resume_run_id,
             account=self.account,
@@ -122,15 +140,8 @@ class RunControl:
     def change_settings(self, *, refresh: str | None, address: str | None) -> None:
         """Launches `gmail-stats account` to store this account's refresh interval or Gmail address, and waits
         for it to end: the viewer never writes them itself. Raises `ApiError` when the change did not happen."""
-        request = LaunchRequest(
-            command=LaunchCommand.ACCOUNT,
-            launch_token=secrets.token_hex(16),
-            account=self.account,
-            refresh=refresh,
-            address=address,
-        )
-        busy = "an ingester is running for this account; change it after"
-        with self._launching(request, busy=busy) as launched:
+        request = LaunchRequest(LaunchCommand.ACCOUNT, account=self.account, refresh=refresh, address=address)
+        with self._launching(request, busy="an ingester is running for this account; change it after") as launched:
             deadline = time.monotonic() + self.settings.run_row_wait_seconds
             while self.launcher.is_alive(launched) and time.monotonic() < deadline:
                 time.sleep(_POLL_SECONDS)
@@ -155,9 +166,7 @@ class RunControl:
             raise ApiError(422, ErrorKind.BAD_RESUME, f"run {run_id} already finished; start a new {verb} instead")
         if source != Source.MBOX:
             return None
-        relative = relative_to_import_dir(
-            self.settings.import_dir, run.mbox_path or "", host_dir=self.settings.host_import_dir
-        )
+        relative = relative_to_import_dir(self.settings, run.mbox_path or "")
         if relative is None:
             style = self.settings.command_style
             terminal = resume_command(
@@ -224,26 +233,14 @@ class RunControl:
         awaited = awaited_consent(run.auth_url) if run is not None else None
         if run is None or run.state != RunState.AWAITING_AUTH or awaited is None or not is_lock_held(self.settings.db):
             raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is not waiting for consent")
-        try:
-            pasted = parse_pasted(address)
-        except BadPaste as exc:
-            raise ApiError(422, ErrorKind.BAD_REQUEST, str(exc)) from exc
+        pasted = parse_pasted(address)
         if pasted.state != awaited.state:
-            raise ApiError(
-                422,
-                ErrorKind.BAD_REQUEST,
+            raise BadPaste(
                 "that address is from another consent (its state differs); open the consent page again, allow "
-                "access and paste the address the browser ends on",
+                "access and paste the address the browser ends on"
             )
         try:
             host, port = self.launcher.consent_listener(self.owns(run), redirect_port=awaited.port)
         except LaunchError as exc:
             raise ApiError(409, ErrorKind.NOT_OWNED, str(exc), hint=exc.hint) from exc
-        try:
-            status = deliver(pasted, host=host, port=port, timeout=_CONSENT_DELIVERY_TIMEOUT)
-        except OSError as exc:
-            raise ApiError(409, ErrorKind.NOT_RUNNING, f"run {run_id} is no longer waiting for consent") from exc
-        if status == NOT_THIS_CONSENT:
-            raise ApiError(422, ErrorKind.BAD_REQUEST, "the scan refused that address: it is not from this consent")
-        if status != ACCEPTED:
-            raise ApiError(409, ErrorKind.NOT_RUNNING, f"the scan's consent listener answered HTTP {status}")
+        deliver(pasted, host=host, port=port, run_id=run_id)

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from shared.errors import ErrorKind
 from shared.mbox_format import sniff_mbox
 from viewer.errors import ApiError
+from viewer.settings import ViewerSettings
 
 # An unzipped Takeout nests its file as `Takeout/Mail/All mail Including Spam and Trash.mbox`.
 MAX_DEPTH = 4
@@ -79,20 +80,20 @@ def resolve_import(import_dir: Path, relative: str, *, sniff: bool = True) -> st
     return target.relative_to(root).as_posix()
 
 
-def relative_to_import_dir(import_dir: Path, path: str, *, host_dir: str | None = None) -> str | None:
+def relative_to_import_dir(settings: ViewerSettings, path: str) -> str | None:
     """`path` (as recorded on a run row) relative to the import folder, or None when it lies outside.
 
     Under Docker the runner records the host's path under the folder as `.env` names it (`./imports/…` by default),
-    the same words the viewer is given as `host_dir`; it cannot be resolved in this container, so both are
+    the same words the viewer is given as `host_import_dir`; it cannot be resolved in this container, so both are
     normalised (`./imports` and `imports/` are one folder) and compared component by component, never as text.
     """
     recorded = PurePosixPath(os.path.normpath(path))
-    host = PurePosixPath(os.path.normpath(host_dir)) if host_dir else None
+    host = PurePosixPath(os.path.normpath(settings.host_import_dir)) if settings.host_import_dir else None
     if host is not None and recorded.is_relative_to(host) and ".." not in recorded.parts:
         inside = recorded.relative_to(host)
         return inside.as_posix() if inside.parts else None
     try:
-        root = import_dir.resolve(strict=True)
+        root = settings.import_dir.resolve(strict=True)
         target = Path(path).resolve()
     except (OSError, RuntimeError):
         return None

@@ -7,7 +7,8 @@ A launcher never takes an image, mount, argv or environment from a request: only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
@@ -27,11 +28,11 @@ class LaunchCommand(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LaunchRequest:
-    """What to run. `import_path` is relative to the import folder; `launch_token` goes to the ingester as
-    `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
+    """What to run. `import_path` is relative to the import folder; `launch_token` (random, one per request) goes to
+    the ingester as `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
 
     command: LaunchCommand
-    launch_token: str
+    launch_token: str = field(default_factory=lambda: secrets.token_hex(16))
     import_path: str | None = None
     resume_run_id: int | None = None
     account: str = DEFAULT_ACCOUNT  # the ingester's `--account` (a name checked by `shared.accounts`)

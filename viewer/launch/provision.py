@@ -7,6 +7,7 @@ their names for the web process and prints them for the API filter. The web proc
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 
 from viewer.launch.launch_docker import RUNNERS_FILE, connect, provision_own_stack
 from viewer.launch.launcher import LaunchError
@@ -14,11 +15,8 @@ from viewer.launch.launcher import LaunchError
 
 def main() -> int:
     try:
-        client = connect()
-        try:
+        with closing(connect()) as client:
             runners = provision_own_stack(client)
-        finally:
-            client.close()
     except LaunchError as exc:
         sys.stderr.write(f"viewer-entrypoint: {exc}; {exc.hint}\n")
         return 1

@@ -81,7 +81,7 @@ class Refresher:
         self._clock = clock
         self._every = every_seconds
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._loop, name="refresh", daemon=True)
 
     def tick(self) -> list[int | None]:
         return [refresh_if_due(control, now=self._clock()) for control in self._controls()]
@@ -91,12 +91,8 @@ class Refresher:
             self.tick()
 
     def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="refresh", daemon=True)
-            self._thread.start()
+        self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        self._thread.join(timeout=5)

@@ -92,10 +92,7 @@ class Accounts:
 
 # `async` on purpose: they only read `app.state`, and a sync dependency would cost a threadpool hop.
 async def accounts_of(request: Request) -> Accounts:
-    """The app's `Accounts`; an app built without one is a programming error, not a request error."""
-    accounts = request.app.state.accounts
-    if not isinstance(accounts, Accounts):
-        raise TypeError("app.state.accounts is not an Accounts; build the app with create_app()")
+    accounts: Accounts = request.app.state.accounts  # set by create_app()
     return accounts
 
 

@@ -21,9 +21,8 @@ from shared.resume import import_command, runs_command, scan_command
 from shared.runs import Run, list_runs, open_run
 from shared.schema.models import RunState
 from viewer.errors import from_bad_contents
-from viewer.launch.control import RunControl
+from viewer.launch.control import RunControl, stopped_unexpectedly, unfetched_by_run
 from viewer.launch.imports import list_mbox_files, relative_to_import_dir
-from viewer.launch.run_truth import stopped_unexpectedly, unfetched_by_run
 from viewer.query import queries
 from viewer.query.database import Database
 from viewer.query.queries import DbState, Generation
@@ -57,13 +56,11 @@ RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/run
 
 def _run_out(run: Run, control: RunControl, *, lock_held: bool, unfetched: dict[int, int]) -> RunOut:
     """The public shape of a run: no PID (the page never signals), the import file relative to the folder, and
-    the derived facts of `viewer.launch.run_truth` (whether it really still runs, what a partial scan left out)."""
+    the derived facts of `viewer.launch.control` (whether it really still runs, what a partial scan left out)."""
     data = run.public_dict()
     del data["pid"]
     if run.mbox_path is not None:
-        inside = relative_to_import_dir(
-            control.settings.import_dir, run.mbox_path, host_dir=control.settings.host_import_dir
-        )
+        inside = relative_to_import_dir(control.settings, run.mbox_path)
         data["mbox_path"] = inside if inside is not None else FsPath(run.mbox_path).name
     # Asked of the launcher only for an open row without the lock: a rare case, so no engine call per poll.
     runner_alive = run.is_open and not lock_held and control.runner_alive(run)
