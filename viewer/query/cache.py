@@ -24,7 +24,6 @@ SMALL_BYTES = 256
 
 
 def weight(value: object) -> int:
-    """Bytes a value holds, roughly: its length for bytes and text, `SMALL_BYTES` for anything else."""
     if isinstance(value, bytes | str):
         return len(value) + SMALL_BYTES
     return SMALL_BYTES

@@ -93,7 +93,7 @@ class Database:
 
     def schema_ready(self, conn: Connection) -> bool:
         """True when the schema is the one this code reads (run rows and senders can be queried)."""
-        return queries.schema_state(conn)[0] is DbState.READY
+        return queries.schema_state(conn) is DbState.READY
 
     def read_ready(self, read: Callable[[Connection], _T]) -> _T | None:
         """`read` on a short connection when the database exists with the schema this code reads, else None."""
@@ -108,7 +108,7 @@ class Database:
         `with_totals=False` (the polled status) leaves `totals` None: the sums read every domain row (~4 ms at
         200,000 senders) after each commit, where whether there are senders at all is one row.
         """
-        state, _version = queries.schema_state(conn)
+        state = queries.schema_state(conn)
         if state is not DbState.READY:
             return Snapshot(state=state, totals=None, mix=None, generation=None)
         generation = queries.generation(conn)

@@ -55,10 +55,9 @@ def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
     more than the scan it would save. A search alone (hidden senders aside) that is, or may be, tested on every
     sender is read from `ix_senders_search` (see `_search_match`).
     """
-    # A search and nothing else but hidden senders, that `LIKE` may decide on each sender's key (ASCII, or too short
-    # for the trigram index, whose Unicode folding other searches keep).
-    only_search = bool(f.q) and replace(f, exclude=()) == SenderFilter(q=f.q)
-    alone = only_search and (f.q.isascii() or not sender_queries.uses_trigrams(f.q))
+    # A search and nothing else but hidden senders, that `LIKE` may decide on each sender's key when it is too short
+    # for the trigram index, or ASCII (the index's Unicode folding stays with other searches).
+    alone = bool(f.q) and replace(f, exclude=()) == SenderFilter(q=f.q)
     if alone and not sender_queries.uses_trigrams(f.q):
         dense = exact and _looks_dense(conn, sender_queries.key_like(f.q))
         return _search_match(conn, f, dense=dense, exact=exact)
@@ -66,7 +65,7 @@ def match(conn: Connection, f: SenderFilter, *, exact: bool = False) -> Match:
     common = sender_queries.uses_trigrams(f.q) and (
         sender_queries.trigram_hits(conn, f.q, up_to=SPARSE_LIMIT + 1) > SPARSE_LIMIT
     )
-    if alone and common:
+    if alone and f.q.isascii() and common:
         return _search_match(conn, f, dense=exact, exact=exact)
     condition = sender_queries.where(f, search_by_row=common)
     first = select(_S.id, _S.mails_sent).where(condition).limit(SPARSE_LIMIT + 1).subquery()

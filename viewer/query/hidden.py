@@ -25,8 +25,6 @@ MAX_SETS = 8  # a few tabs and browsers at once; an evicted set is simply sent a
 MAX_HIDDEN = 100_000
 ID_PATTERN = "^[0-9a-f]{32}$"
 _S = senders.c
-# Per calendar month ("YYYY-MM"): (messages, bytes).
-MonthSums = dict[str, tuple[int, int]]
 # A domain's first and last mail (None when unknown).
 Seen = tuple[int | None, int | None]
 
@@ -97,8 +95,8 @@ def hidden_set(conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
     )
 
 
-def months_of(conn: Connection, names: Iterable[str]) -> MonthSums:
-    """The summed mail per month of `names`."""
+def months_of(conn: Connection, names: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Per calendar month ("YYYY-MM"), the summed (messages, bytes) of `names`."""
     listed = list(names)
     if not listed:
         return {}

@@ -40,16 +40,16 @@ class SourceMix:
     unrepaired_count: int
 
 
-def schema_state(conn: Connection) -> tuple[DbState, int]:
+def schema_state(conn: Connection) -> DbState:
     version = schema_version(conn)
     if version > LATEST_VERSION:
-        return DbState.TOO_NEW, version
+        return DbState.TOO_NEW
     if version < LATEST_VERSION:
         has_tables = conn.exec_driver_sql(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('senders', 'ingest_runs')"
         ).scalar_one()
-        return (DbState.OUTDATED if has_tables else DbState.EMPTY), version
-    return DbState.READY, version
+        return DbState.OUTDATED if has_tables else DbState.EMPTY
+    return DbState.READY
 
 
 def totals(conn: Connection) -> Totals:

@@ -67,12 +67,6 @@ class MonthCount:
     bytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class Volume:
-    months: list[MonthCount]
-    undated: int
-
-
 def _ratio(unread: int, mails: int) -> float:
     return round(unread / max(mails, 1), 4)
 
@@ -92,8 +86,6 @@ def _merge_key(sort: DomainSort) -> Callable[[DomainRow], Any]:
     """The Python twin of the SQL order (NULL dates lowest, as SQLite sorts them), for merging adjusted rows. Under
     `mails_sent`, whose ties run opposite to it, the count is negated: merge in the reverse direction."""
     field = _field(sort)
-    if sort is DomainSort.DOMAIN:
-        return lambda r: r.domain
     if sort is DomainSort.MAILS_SENT:
         return lambda r: (-r.mails_sent, r.domain)
     if field.endswith("_unix"):
@@ -185,11 +177,13 @@ def _fill(found: dict[str, list[int]]) -> list[MonthCount]:
     return [MonthCount(m, *found.get(m, [0, 0])) for m in labels]
 
 
-def volume(conn: Connection, *, sender: str | None, domain: str | None, total: int, hidden: HiddenSet) -> Volume | None:
+def volume(
+    conn: Connection, *, sender: str | None, domain: str | None, total: int, hidden: HiddenSet
+) -> tuple[list[MonthCount], int] | None:
     """Monthly counts of one sender, one domain, or everything less the `hidden` senders (`total`: the messages
-    not hidden); None when unknown.
+    not hidden), and the undated messages; None when unknown.
 
-    `undated` is the scope's message count minus its dated months, so the answer adds up exactly.
+    The undated count is the scope's message count minus its dated months, so the answer adds up exactly.
     """
     subtract: Iterable[str] = ()
     messages: int | None
@@ -216,4 +210,4 @@ def volume(conn: Connection, *, sender: str | None, domain: str | None, total: i
         sums[0] -= n
         sums[1] -= b
     series = _fill(found)
-    return Volume(months=series, undated=messages - sum(m.messages for m in series))
+    return series, messages - sum(m.messages for m in series)

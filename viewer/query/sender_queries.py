@@ -1,6 +1,6 @@
 """The senders list: filters, sorts and paging over `senders`, each sort walking its own index.
 
-Read-only; returns dataclasses. A search of three characters or more reads the FTS5 trigram index
+Read-only. A search of three characters or more reads the FTS5 trigram index
 `sender_search`, so even a search that matches nothing costs an index lookup, not a table scan; a shorter one, or a
 common one, is a `LIKE` on each row's `search_key`. A narrowing filter is counted by `viewer.query.filter_match` (once
 per generation, in the one cache) and paged from what it found.
@@ -9,7 +9,6 @@ per generation, in the one cache) and paged from what it found.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -57,14 +56,6 @@ class SortOrder(StrEnum):
     ASC = "asc"
 
 
-@dataclass(frozen=True, slots=True)
-class SendersPage:
-    total: int  # senders matching the filter (SPARSE_LIMIT when the count stopped there: see `total_exact`)
-    matched_messages: int | None  # None when the count stopped at the limit
-    senders: list[SenderListRow]
-    total_exact: bool = True
-
-
 def fts_phrase(q: str) -> str:
     """The search text as one FTS5 phrase: quotes doubled, so no query syntax gets through."""
     return '"' + q.replace('"', '""') + '"'
@@ -74,8 +65,7 @@ _IN_INDEX = "SELECT rowid FROM sender_search WHERE sender_search MATCH :phrase" 
 
 
 def uses_trigrams(q: str) -> bool:
-    """True when the search is long enough for the trigram index (three characters)."""
-    return len(q) >= 3
+    return len(q) >= 3  # the trigram index holds no shorter search
 
 
 def trigram_hits(conn: Connection, q: str, *, up_to: int) -> int:
@@ -169,11 +159,11 @@ def index_order(value: Any, key: Any, *, desc: bool, ties_opposite: bool) -> lis
 
 def senders_page(
     conn: Connection, *, f: SenderFilter, sort: SortKey, order: SortOrder, offset: int, limit: int, counted: Match
-) -> SendersPage:
+) -> list[SenderListRow]:
     """One page. `counted`: what `filter_match.match` found for a narrowing filter, or, when nothing narrows, the
     table's totals less hidden senders (no ids)."""
     if counted.total == 0:
-        return SendersPage(0, 0, [])
+        return []
     stmt = select(*LIST_COLUMNS)
     if counted.ids is None:  # many: walk the sort's index, testing each row
         stmt = stmt.where(where(f, search_by_row=True))
@@ -181,8 +171,7 @@ def senders_page(
         ids = func.json_each(counted.ids).table_valued("value").alias("matched")
         stmt = stmt.select_from(ids).join(senders, _S.id == ids.c.value)
     stmt = stmt.order_by(*order_by(sort, order)).limit(limit).offset(offset)
-    rows = [row_of(r) for r in conn.execute(stmt)]
-    return SendersPage(counted.total, counted.messages, rows, total_exact=counted.exact)
+    return [row_of(r) for r in conn.execute(stmt)]
 
 
 def top_sender(conn: Connection, *, exclude: tuple[str, ...]) -> SenderListRow | None:

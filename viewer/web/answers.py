@@ -31,16 +31,14 @@ def _json(model: BaseModel) -> bytes:
 
 
 def _read(database: Database, key: Hashable, build: Build, empty: Callable[[], BaseModel]) -> Read:
-    generation = None
-    if database.exists():
-        with database.connect() as conn:
-            snap = database.require_ready(conn)
-            generation = snap.generation
-            if snap.state is DbState.READY and snap.totals is not None:
-                totals = snap.totals
-                body = database.cache.get(generation, key, lambda: _json(build(conn, snap, totals)))
-                return body, generation
-    return _json(empty()), generation
+    if not database.exists():
+        return _json(empty()), None
+    with database.connect() as conn:
+        snap = database.require_ready(conn)
+        totals = snap.totals
+        if snap.state is not DbState.READY or totals is None:
+            return _json(empty()), snap.generation
+        return database.cache.get(snap.generation, key, lambda: _json(build(conn, snap, totals))), snap.generation
 
 
 async def cached_answer(database: Database, key: Hashable, build: Build, empty: Callable[[], BaseModel]) -> Response:

@@ -101,10 +101,10 @@ async def senders(
         )
         top = sender_queries.top_sender(conn, exclude=f.exclude)
         return SendersOut(
-            total=found.total,
-            total_exact=found.total_exact,
-            matched_messages=found.matched_messages,
-            senders=[_row_out(s) for s in found.senders],
+            total=counted.total,
+            total_exact=counted.exact,
+            matched_messages=counted.messages,
+            senders=[_row_out(s) for s in found],
             total_messages=totals.messages - hidden.messages,
             total_senders=totals.senders - hidden.senders,
             top_sender=_row_out(top) if top is not None else None,
@@ -194,7 +194,8 @@ async def volume(
         )
         if found is None:
             raise ApiError(404, ErrorKind.NOT_FOUND, "no such sender or domain in this database")
-        return VolumeOut(months=[MonthOut(**asdict(m)) for m in found.months], undated=found.undated)
+        series, undated = found
+        return VolumeOut(months=[MonthOut(**asdict(m)) for m in series], undated=undated)
 
     key = ("volume", sender, f.domain, f.exclude)
     return await cached_answer(state.database, key, series, lambda: VolumeOut(months=[], undated=0))
