@@ -59,11 +59,11 @@ def _adding(table: Table, keys: tuple[str, ...], sums: tuple[str, ...], extra: M
     return driver_sql(stmt.on_conflict_do_update(index_elements=[table.c[k] for k in keys], set_=update_), columns)
 
 
-def _keep_min(old: ColumnElement[int], new: ColumnElement[int]) -> ColumnElement[int]:
+def keep_min(old: ColumnElement[int], new: ColumnElement[int]) -> ColumnElement[int]:
     return func.min(func.coalesce(old, new), func.coalesce(new, old))
 
 
-def _keep_max(old: ColumnElement[int], new: ColumnElement[int]) -> ColumnElement[int]:
+def keep_max(old: ColumnElement[int], new: ColumnElement[int]) -> ColumnElement[int]:
     return func.max(func.coalesce(old, new), func.coalesce(new, old))
 
 
@@ -71,7 +71,7 @@ def _keep_max(old: ColumnElement[int], new: ColumnElement[int]) -> ColumnElement
 def _statements() -> tuple[str, str, str, str]:
     counts = ("messages", "bytes")
     domain_sums = ("senders", "mails_sent", "bytes", "unread", "list_unsubscribe")
-    seen = {"first_seen_unix": _keep_min, "last_seen_unix": _keep_max}
+    seen = {"first_seen_unix": keep_min, "last_seen_unix": keep_max}
     return (
         _adding(sender_months, ("sender", "month"), counts),
         _adding(months, ("month",), counts),

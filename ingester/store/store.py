@@ -1,4 +1,4 @@
-"""Writes counted messages: dedupe against `seen_mails` (all sources), incremental `senders` and month upserts.
+"""Writes counted messages: dedupe against `seen_mails` (all sources), then the batch's sender, month and domain sums.
 
 The statements are Core expressions over `shared.schema.models`, compiled once; callers own the transaction.
 """
@@ -10,15 +10,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, case, func, literal_column, or_
-from sqlalchemy.dialects.sqlite import insert
+from sqlalchemy import Connection, bindparam
 
 from ingester.mbox.legacy_keys import legacy_claims
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from ingester.store.compiled import driver_sql
-from ingester.store.rollups import DomainDelta, StoredSender, add_batch, domain_for, month_of, stored_senders
+from ingester.store.rollups import add_batch, domain_for, month_of, stored_senders
 from ingester.store.search_index import index_senders
-from shared.schema.models import Source, search_key, seen_mails, senders
+from ingester.store.sender_rows import SenderDelta, domain_deltas, needs_full_upsert, upsert_sender
+from shared.schema.models import Source, seen_mails
 
 CHUNK_RECORDS = 20000
 _UNSEEN = "\0unseen"  # a month-cache miss (a str, so the cache keeps one type; never a month)
@@ -37,23 +37,6 @@ _SEEN_COLUMNS = (
     "run_id",
     "counted",
 )
-_SENDER_COLUMNS = (
-    "sender",
-    "display_name",
-    "display_name_unix",
-    "mails_sent",
-    "first_seen_unix",
-    "last_seen_unix",
-    "bytes",
-    "unread",
-    "list_unsubscribe",
-    "domain",
-    "unsubscribe_web",
-    "unsubscribe_mailto",
-    "unsubscribe_unix",
-    "one_click",
-    "search_key",  # kept by this upsert alone (`shared.schema.migration_search` says why)
-)
 
 
 @cache
@@ -61,152 +44,10 @@ def _insert_seen() -> str:
     return driver_sql(seen_mails.insert().values({c: bindparam(c) for c in _SEEN_COLUMNS}), _SEEN_COLUMNS)
 
 
-def _keep_min(column: str) -> object:
-    old, new = senders.c[column], insert(senders).excluded[column]
-    return func.min(func.coalesce(old, new), func.coalesce(new, old))
-
-
-def _keep_max(column: str) -> object:
-    old, new = senders.c[column], insert(senders).excluded[column]
-    return func.max(func.coalesce(old, new), func.coalesce(new, old))
-
-
-@cache
-def _upsert_sender(*, lean: bool) -> str:
-    """Adds a batch's per-sender delta; the name and unsubscribe targets follow the newest dated message.
-
-    SQLite evaluates every SET expression against the row as it was, so each CASE sees the old name/time. The
-    `lean` form leaves `display_name` and `first_seen_unix` out of the SET list: SQLite rewrites the entries of
-    every index over an assigned column, and for most senders of a batch neither can change (the caller knows).
-    """
-    stmt = insert(senders).values({c: bindparam(c) for c in _SENDER_COLUMNS})
-    s, new = senders.c, stmt.excluded
-    never: ColumnElement[int] = literal_column("-1")
-    newer_name = and_(
-        new.display_name != literal_column("''"),
-        or_(
-            s.display_name == literal_column("''"),
-            func.coalesce(new.display_name_unix, never) >= func.coalesce(s.display_name_unix, never),
-        ),
-    )
-    had_target = or_(s.unsubscribe_web.is_not(None), s.unsubscribe_mailto.is_not(None))
-    newer_target = and_(
-        or_(new.unsubscribe_web.is_not(None), new.unsubscribe_mailto.is_not(None)),
-        or_(~had_target, func.coalesce(new.unsubscribe_unix, never) >= func.coalesce(s.unsubscribe_unix, never)),
-    )
-    update = {
-        "mails_sent": s.mails_sent + new.mails_sent,
-        "last_seen_unix": _keep_max("last_seen_unix"),
-        "bytes": s.bytes + new.bytes,
-        "unread": s.unread + new.unread,
-        "list_unsubscribe": s.list_unsubscribe + new.list_unsubscribe,
-        "display_name_unix": case((newer_name, new.display_name_unix), else_=s.display_name_unix),
-        **{
-            name: case((newer_target, new[name]), else_=s[name])
-            for name in ("unsubscribe_web", "unsubscribe_mailto", "unsubscribe_unix", "one_click")
-        },
-    }
-    if not lean:
-        update["first_seen_unix"] = _keep_min("first_seen_unix")
-        update["display_name"] = case((newer_name, new.display_name), else_=s.display_name)
-        update["search_key"] = case((newer_name, new.search_key), else_=s.search_key)
-    return driver_sql(stmt.on_conflict_do_update(index_elements=[s.sender], set_=update), _SENDER_COLUMNS)
-
-
-def _needs_full_upsert(delta: _SenderDelta, stored: StoredSender | None) -> bool:
-    """True when the batch may change the sender's name or first-seen date (or the sender is new)."""
-    if stored is None:
-        return True
-    if delta.display_name and delta.display_name != stored.display_name:
-        return True
-    first = delta.first_seen_unix
-    return first is not None and (stored.first_seen_unix is None or first < stored.first_seen_unix)
-
-
 @dataclass(frozen=True, slots=True)
 class BatchOutcome:
     new: int
     duplicates: int
-
-
-@dataclass(slots=True)
-class _SenderDelta:
-    display_name: str = ""
-    display_name_unix: int | None = None
-    mails_sent: int = 0
-    first_seen_unix: int | None = None
-    last_seen_unix: int | None = None
-    bytes: int = 0
-    unread: int = 0
-    list_unsubscribe: int = 0
-    unsubscribe_web: str | None = None
-    unsubscribe_mailto: str | None = None
-    unsubscribe_unix: int | None = None
-    one_click: bool = False
-
-    def add(self, record: MailRecord) -> None:
-        _, _, _, _, name, date, size, _, unread, lu, web, mailto, one_click = record
-        self.mails_sent += 1
-        self.bytes += size
-        self.unread += unread
-        self.list_unsubscribe += lu
-        if date is not None:
-            first, last = self.first_seen_unix, self.last_seen_unix
-            if first is None or date < first:
-                self.first_seen_unix = date
-            if last is None or date > last:
-                self.last_seen_unix = date
-        stamp = date if date is not None else -1
-        if name and (not self.display_name or stamp >= (self.display_name_unix or -1)):
-            self.display_name = name
-            self.display_name_unix = date
-        if (web or mailto) and (
-            (self.unsubscribe_web is None and self.unsubscribe_mailto is None)
-            or stamp >= (self.unsubscribe_unix if self.unsubscribe_unix is not None else -1)
-        ):
-            self.unsubscribe_web = web
-            self.unsubscribe_mailto = mailto
-            self.unsubscribe_unix = date
-            self.one_click = one_click
-
-    def row(self, sender: str, domain: str) -> tuple[object, ...]:
-        return (
-            sender,
-            self.display_name,
-            self.display_name_unix,
-            self.mails_sent,
-            self.first_seen_unix,
-            self.last_seen_unix,
-            self.bytes,
-            self.unread,
-            self.list_unsubscribe,
-            domain,
-            self.unsubscribe_web,
-            self.unsubscribe_mailto,
-            self.unsubscribe_unix,
-            int(self.one_click),
-            search_key(sender, self.display_name),
-        )
-
-
-def _by_domain(
-    deltas: dict[str, _SenderDelta], stored: dict[str, StoredSender], domain_of: dict[str, str]
-) -> dict[str, DomainDelta]:
-    by_domain: dict[str, DomainDelta] = {}
-    for sender, d in deltas.items():
-        x = by_domain.get(domain_of[sender])
-        if x is None:
-            x = by_domain[domain_of[sender]] = DomainDelta()
-        x.senders += sender not in stored
-        x.mails_sent += d.mails_sent
-        x.bytes += d.bytes
-        x.unread += d.unread
-        x.list_unsubscribe += d.list_unsubscribe
-        for date in (d.first_seen_unix, d.last_seen_unix):
-            if date is not None:
-                x.first_seen_unix = date if x.first_seen_unix is None else min(x.first_seen_unix, date)
-                x.last_seen_unix = date if x.last_seen_unix is None else max(x.last_seen_unix, date)
-    return by_domain
 
 
 def _existing(conn: Connection, column: str, values: Iterable[str], *, counted_only: bool = False) -> set[str]:
@@ -270,7 +111,7 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
         counted_gmail = _existing(conn, other_source_column, gmail_ids, counted_only=True)
 
     rows: list[tuple[object, ...]] = []
-    deltas: dict[str, _SenderDelta] = {}
+    deltas: dict[str, SenderDelta] = {}
     months: dict[tuple[str, str], list[int]] = {}
     month_of_day: dict[int, str | None] = {}  # per chunk: most of a chunk's messages share a few hundred days
     duplicates = 0
@@ -296,7 +137,7 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
             counted_rfc.add(rfc_message_id)
         delta = deltas.get(sender)
         if delta is None:
-            delta = deltas[sender] = _SenderDelta()
+            delta = deltas[sender] = SenderDelta()
         delta.add(record)
         if date is not None:
             day = date // 86400
@@ -319,16 +160,16 @@ def count_batch(conn: Connection, records: Sequence[MailRecord], *, source: Sour
         full: list[tuple[object, ...]] = []
         lean: list[tuple[object, ...]] = []
         for sender, d in deltas.items():
-            (full if _needs_full_upsert(d, stored.get(sender)) else lean).append(d.row(sender, domain_of[sender]))
+            (full if needs_full_upsert(d, stored.get(sender)) else lean).append(d.row(sender, domain_of[sender]))
         for rows_, is_lean in ((full, False), (lean, True)):
             if rows_:
-                conn.exec_driver_sql(_upsert_sender(lean=is_lean), rows_)
+                conn.exec_driver_sql(upsert_sender(lean=is_lean), rows_)
         renamed = {
             sender: stored[sender].display_name
             for sender, d in deltas.items()
             if sender in stored and d.display_name and d.display_name != stored[sender].display_name
         }
         index_senders(conn, new=[sender for sender in deltas if sender not in stored], renamed=renamed)
-        add_batch(conn, by_domain=_by_domain(deltas, stored, domain_of), by_sender_month=months, domain_of=domain_of)
+        add_batch(conn, by_domain=domain_deltas(deltas, stored, domain_of), by_sender_month=months, domain_of=domain_of)
     new = sum(d.mails_sent for d in deltas.values())
     return BatchOutcome(new=new, duplicates=duplicates)
