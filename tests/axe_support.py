@@ -81,7 +81,7 @@ def assert_clean(page: Page, where: str) -> None:
     assert found == [], f"axe on {where}: {found}"
 
 
-# The pages the running test opened with `new_page(..., audit=True)`, audited at its end if still open.
+# The pages the running test opened with `new_page`, audited at its end if still open.
 _tracked: list[Page] = []
 
 

@@ -100,7 +100,7 @@ def shoot(page: Page, name: str, *, full_page: bool = True) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
 
-# ---- Scenarios shared by the trust-bug tests and the "before" captures -------------------------------------------
+# ---- Scenarios shared by the trust-bug tests ---------------------------------------------------------------------
 
 
 def many_senders(count: int = 120) -> list[tuple[object, ...]]:
@@ -149,17 +149,16 @@ def seed_history(db_path: Path) -> None:
 
 
 def new_page(
-    chromium: Browser, *, width: int = 1440, dark: bool = False, timeout_ms: int = 60_000, audit: bool = True
+    chromium: Browser, *, width: int = 1440, dark: bool = False, timeout_ms: int = 60_000
 ) -> tuple[Page, Console]:
-    """A page in its own context; with `audit`, axe checks it when closed with `close_page` or when the test ends
-    (tests/axe_support.py). Only the pre-fix pages of the before/after tests are opened without."""
+    """A page in its own context; axe checks it when closed with `close_page` or when the test ends
+    (tests/axe_support.py)."""
     context = chromium.new_context(
         viewport={"width": width, "height": 900 if width > 500 else 844}, color_scheme="dark" if dark else "light"
     )
     page = context.new_page()
     page.set_default_timeout(timeout_ms)
-    if audit:
-        track(page)
+    track(page)
     return page, Console(page)
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser_old import open_page
-from tests.browser_support import shoot
+from tests.browser_support import new_page, shoot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _patient_expect() -> None:
+    expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
 
 
 def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
@@ -22,7 +26,7 @@ def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
 
 
 def test_keyboard_only_use_and_dark_mode(chromium: Browser, filled: str) -> None:
-    page, console = open_page(chromium, filled, "fixed")
+    page, console = new_page(chromium)
     page.goto(filled)
     expect(page.locator("#rows tr")).to_have_count(50)
     _tab_to(page, "#theme")
@@ -58,7 +62,7 @@ def test_keyboard_only_use_and_dark_mode(chromium: Browser, filled: str) -> None
 
 
 def test_many_hidden_senders_never_break_the_table(chromium: Browser, filled: str) -> None:
-    page, console = open_page(chromium, filled, "fixed")
+    page, console = new_page(chromium)
     page.goto(filled)
     expect(page.locator("#rows tr")).to_have_count(50)
     page.evaluate(
