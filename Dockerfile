@@ -12,7 +12,7 @@ COPY .ci/requirements/runtime.txt requirements.txt
 # PRUNED: installed as dependencies but never imported by what we run: google-auth's pure-Python RSA fallback's
 # ASN.1 (pyasn1; cryptography is the one it uses), rich's syntax highlighting and Markdown (pygments, markdown_it),
 # SQLAlchemy's asyncio bridge (greenlet) and its other databases' dialects and test suite. Our code and Google's
-# OAuth and API clients import without them (tests/test_docker_image.py checks it).
+# OAuth and API clients import without them (tests/docker/test_docker_image.py checks it).
 ARG PRUNED="pyasn1 pyasn1-* pyasn1_modules pyasn1_modules-* pygments pygments-* markdown_it markdown_it_py-* \
 mdurl mdurl-* greenlet greenlet-*"
 RUN python3 -m venv /opt/venv \

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.process_tree import Measurement, measure
 from bench.readme import replace_between_markers
-from tests.factories import generate_gmail_shaped, generate_messages, write_mbox
+from tests.support.factories import generate_gmail_shaped, generate_messages, write_mbox
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -31,7 +31,7 @@ class Corpus:
     """Generator parameters of one file; they name the cached file, so changing one regenerates it.
 
     `gmail_shaped`: Gmail's header blocks (Received chains, ARC-*, DKIM-Signature, List-*) and a base64 attachment
-    on every tenth message (`tests.factories.generate_gmail_shaped`); `body_bytes` is then unused. Else uniform
+    on every tenth message (`tests.support.factories.generate_gmail_shaped`); `body_bytes` is then unused. Else uniform
     messages with small header blocks and bodies of about `body_bytes`.
     """
 

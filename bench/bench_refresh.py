@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import ingester_env
 from tests.fakes.google import COSTS, FakeGoogle, FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
-from tests.polling import wait_for
+from tests.support.polling import wait_for
 from viewer.app import create_app
 from viewer.launch.launch_process import ProcessLauncher, default_ingest_command
 from viewer.launch.refresh import Refresher

@@ -1,7 +1,7 @@
 """Writes the generated parts of reference.md beside it (settings and command-line flags) from the code itself.
 
-`make docs` runs `python docs/reference.py`; tests/test_reference_docs.py runs it with `--check`, which changes nothing
-and fails when the file and the code disagree. Only the sections between `<!-- generated:NAME -->` and
+`make docs` runs `python docs/reference.py`; tests/project/test_reference_docs.py runs it with `--check`, which
+changes nothing and fails when the file and the code disagree. Only the sections between `<!-- generated:NAME -->` and
 `<!-- /generated:NAME -->` are touched; the prose around them is hand-written.
 """
 

@@ -25,7 +25,7 @@ def make_command(verb: str, **variables: str | int) -> str:
 
     Quoting for the shell is all a value needs: the Makefile reads MBOX and RESUME with `$(value …)` and hands them
     to its recipes through the environment, so make never expands `$(shell …)` in a file name and the recipe's
-    shell never parses one (tests/test_makefile.py runs hostile names through the real Makefile).
+    shell never parses one (tests/docker/test_makefile.py runs hostile names through the real Makefile).
     """
     assignments = [f"{name}={shlex.quote(str(value))}" for name, value in variables.items()]
     return " ".join(["make", verb, *assignments])

@@ -17,9 +17,9 @@ from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.schema.migrations import migrate
-from tests.axe_support import audit_open_pages, forget_pages
-from tests.browser_support import browser, many_senders, seed_history, serve
-from tests.viewer_support import make_settings, seed
+from tests.support.axe import audit_open_pages, forget_pages
+from tests.support.browser import browser, many_senders, seed_history, serve
+from tests.support.viewer import make_settings, seed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

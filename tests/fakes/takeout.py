@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tests.factories import region
 from tests.fakes.mailbox import FakeMessage
+from tests.support.factories import region
 
 _LABELS = {"INBOX": "Inbox", "UNREAD": "Unread", "SPAM": "Spam", "TRASH": "Trash", "CHAT": "Chat"}
 
