@@ -1,2 +1,2 @@
 """Reading the database: the read-only engines, the SQL behind every route (returning dataclasses), the sender
-filters, hidden senders and the in-memory sender index. No FastAPI and no launcher here."""
+filters, hidden senders and the one cache keyed on the generation. No FastAPI and no launcher here."""

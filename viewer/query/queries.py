@@ -1,7 +1,5 @@
-"""Every SQL statement the viewer runs, as named functions over a read-only `Connection` returning dataclasses.
-
-Routes never build SQL. Nothing here writes, and nothing here runs DDL.
-"""
+"""What every page reads first: the schema's state, the whole-mailbox facts and the generation, on a read-only
+`Connection` (`viewer.query.database` reads them once per request). Nothing here writes or runs DDL."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -67,13 +67,9 @@ class MonthCount:
     bytes: int
 
 
-def _ratio(unread: int, mails: int) -> float:
-    return round(unread / max(mails, 1), 4)
-
-
 def _domain_row(v: Any) -> DomainRow:
     domain, count, mails, size, unread, unsub, first, last = v
-    ratio = _ratio(unread, mails)
+    ratio = round(unread / max(mails, 1), 4)
     return DomainRow(domain, count, mails, size, unread, ratio, unsub, first, last, gmail_search_url(domain))
 
 
@@ -95,21 +91,9 @@ def _merge_key(sort: DomainSort) -> Callable[[DomainRow], Any]:
 
 def _adjusted(row: DomainRow, hidden: tuple[int, int, int, int, int], seen: Seen) -> DomainRow | None:
     """A domain without its hidden senders (`hidden`: their sums; `seen`: the first and last mail of the rest)."""
-    count, mails, size, unread, unsub = hidden
-    if row.senders - count <= 0:
-        return None
-    left = row.mails_sent - mails
-    return replace(
-        row,
-        senders=row.senders - count,
-        mails_sent=left,
-        bytes=row.bytes - size,
-        unread=row.unread - unread,
-        unread_ratio=_ratio(row.unread - unread, left),
-        list_unsubscribe=row.list_unsubscribe - unsub,
-        first_seen_unix=seen[0],
-        last_seen_unix=seen[1],
-    )
+    sums = (row.senders, row.mails_sent, row.bytes, row.unread, row.list_unsubscribe)
+    left = [total - gone for total, gone in zip(sums, hidden, strict=True)]
+    return _domain_row((row.domain, *left, *seen)) if left[0] > 0 else None
 
 
 def domains_page(

@@ -19,19 +19,16 @@ def in_values(column: ColumnElement[Any], values: Iterable[str | int]) -> Column
     """`column IN values`, whatever the number of values."""
     listed = list(values)
     with_nul = [v for v in listed if isinstance(v, str) and "\x00" in v]
+    in_json = column.in_(
+        select(func.json_each(json.dumps([v for v in listed if v not in with_nul])).table_valued("value").c.value)
+    )
     if not with_nul:
-        return in_json(column, json.dumps(listed))
-    plain = [v for v in listed if not (isinstance(v, str) and "\x00" in v)]
+        return in_json
     # As SQLite stores text (a lone surrogate cannot be stored, so its bytes match nothing).
-    spelled: list[ColumnElement[Any]] = [
-        literal_column(f"CAST(X'{v.encode('utf-8', 'surrogatepass').hex()}' AS TEXT)") for v in with_nul
-    ]
-    return or_(in_json(column, json.dumps(plain)), column.in_(spelled))
-
-
-def in_json(column: ColumnElement[Any], array: str) -> ColumnElement[bool]:
-    """`column IN` the members of a JSON array given as text (e.g. one built by SQLite's `json_group_array`)."""
-    return column.in_(select(func.json_each(array).table_valued("value").c.value))
+    return or_(
+        in_json,
+        column.in_([literal_column(f"CAST(X'{v.encode('utf-8', 'surrogatepass').hex()}' AS TEXT)") for v in with_nul]),
+    )
 
 
 def contains(column: ColumnElement[str], q: str) -> ColumnElement[bool]:
