@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from shared.launch_request import LaunchCommand, LaunchRequest
 from tests.conftest import REPO_ROOT
 from tests.dockerenv import IMAGE, compose_env, docker, ensure_image, paused, remove_containers, throttle, wait_for
 from tests.factories import generate_messages, write_mbox
 from viewer.launch.container_spec import STACK_LABEL, DockerStack, stack_from_container
 from viewer.launch.launch_docker import connect, provision_runners
-from viewer.launch.launcher import LaunchCommand, LaunchRequest
 from viewer.launch.runner_launcher import DockerLauncher
 
 pytestmark = pytest.mark.docker
