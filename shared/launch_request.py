@@ -35,9 +35,8 @@ class LaunchRequest:
     address: str | None = None  # ACCOUNT: the Gmail address typed for a Takeout-only account
 
     def argv(self, *, import_dir: Path) -> list[str]:
-        """The ingester's arguments, without the program, the token and `--quiet`; the only parts a request supplies
-        are a path under `import_dir`, a run id, an account name and (for `account`) a refresh choice or an address,
-        each checked before it gets here."""
+        """The ingester's arguments but the program, the token and `--quiet`: what a request supplies (a path under
+        `import_dir`, a run id, an account, for `account` a refresh choice or an address) is checked before."""
         argv = [str(self.command)]
         if self.command is LaunchCommand.IMPORT:
             if self.import_path is None:

@@ -46,11 +46,9 @@ def parse_request(data: bytes, *, kind: str, now: float) -> LaunchRequest:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
     except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
         raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
-    if kind == "import" and document.get("command") == "account":
+    if isinstance(document, dict) and kind == "import" and document.get("command") == "account":
         return _parse_settings(document, now=now)
-    if set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
+    if not isinstance(document, dict) or set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
         raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
     account = document.get("account", DEFAULT_ACCOUNT)
     unattended = document.get("unattended", False)
