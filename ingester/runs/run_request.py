@@ -224,7 +224,6 @@ def expand(
     request = parse_request(_read_request(requests_dir / name), kind=kind, now=now())
     if request.import_path is not None:
         confine(imports_dir, imports_dir / request.import_path)  # refused when it leaves the folder or follows a link
-    argv = request.argv(import_dir=imports_dir)
-    if request.command is LaunchCommand.ACCOUNT:
-        return [*argv, "--quiet"]
-    return [*argv, "--launch-token", request.launch_token, "--quiet"]
+    # `gmail-stats account` records no run row and takes no `--launch-token`.
+    token = [] if request.command is LaunchCommand.ACCOUNT else ["--launch-token", request.launch_token]
+    return [*request.argv(import_dir=imports_dir), *token, "--quiet"]
