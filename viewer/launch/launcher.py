@@ -20,7 +20,7 @@ LOG_TAIL_LINES = 200
 
 @dataclass(frozen=True, slots=True)
 class Launched:
-    """A running ingester this viewer owns: `handle` is a PID or a container id."""
+    """A running ingester this viewer owns: `handle` is a PID or a runner's `NAME@STARTED_AT`."""
 
     handle: str
     launch_token: str
