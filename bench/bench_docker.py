@@ -22,11 +22,11 @@ from sqlalchemy.exc import OperationalError
 
 from bench.readme import replace_between_markers
 from shared.db import reader_engine
+from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.runs import run_by_launch_token
 from tests.support.factories import generate_messages, write_mbox
 from viewer.launch.container_spec import STACK_LABEL, DockerStack
 from viewer.launch.launch_docker import connect, provision_runners
-from viewer.launch.launcher import LaunchCommand, LaunchRequest
 from viewer.launch.runner_launcher import DockerLauncher
 
 BENCH_DIR = Path(__file__).resolve().parent

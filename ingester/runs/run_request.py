@@ -12,17 +12,16 @@ import os
 import re
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from shared.account_store import is_address
-from shared.accounts import DEFAULT_ACCOUNT, is_name
+from shared.accounts import DEFAULT_ACCOUNT, Refresh, is_name
 from shared.errors import InputFileError, UsageError
+from shared.launch_request import REQUEST_VERSION, LaunchCommand, LaunchRequest
 
 COMMAND = "run-request"
 REQUESTS_DIR = Path("/requests")
 IMPORTS_DIR = Path("/imports")
-REQUEST_VERSION = 1
 MAX_REQUEST_BYTES = 4096
 # A request is written just before its runner starts; an older one was left behind, never run again.
 MAX_REQUEST_AGE_SECONDS = 300.0
@@ -31,7 +30,7 @@ _KEYS = frozenset({"version", "command", "import_path", "resume_run_id", "launch
 _ACCOUNT_KEYS = frozenset({"account", "unattended"})
 # An `account` request (a settings change from the page, run by an import runner) has them all, and these two.
 _SETTING_KEYS = frozenset({"refresh", "address"})
-_REFRESH = ("off", "hourly", "daily")
+_REFRESH: tuple[str, ...] = tuple(Refresh)
 _TOKEN = re.compile(r"^[0-9a-f]{32}$")
 _MAX_RUN_ID = 2**63 - 1
 _MAX_PATH = 1024
@@ -39,19 +38,7 @@ _MAX_PATH = 1024
 _SLOT = re.compile(r"^(?:[2-9]|[1-9][0-9])$")
 
 
-@dataclass(frozen=True, slots=True)
-class RunRequest:
-    command: str  # "import", "scan" or "account" (an import runner's settings change)
-    launch_token: str
-    import_path: str | None  # relative to the import folder, `/` separators
-    resume_run_id: int | None
-    account: str = DEFAULT_ACCOUNT
-    unattended: bool = False
-    refresh: str | None = None  # account: the new refresh interval
-    address: str | None = None  # account: the Gmail address
-
-
-def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
+def parse_request(data: bytes, *, kind: str, now: float) -> LaunchRequest:
     """The request a runner of `kind` may run; raises `UsageError` on anything else."""
     try:
         document = json.loads(data.decode("utf-8"))
@@ -59,11 +46,9 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
         raise UsageError(f"the run request is not JSON: {exc}") from exc
     except RecursionError:  # `[[[…]]]` nested deeper than the parser's stack
         raise UsageError("the run request is not a flat JSON object (nested too deep)") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
-    if kind == "import" and document.get("command") == "account":
+    if isinstance(document, dict) and kind == "import" and document.get("command") == "account":
         return _parse_settings(document, now=now)
-    if set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
+    if not isinstance(document, dict) or set(document) not in (_KEYS, _KEYS | _ACCOUNT_KEYS):
         raise UsageError(f"the run request must have exactly the keys {sorted(_KEYS)} (and {sorted(_ACCOUNT_KEYS)})")
     account = document.get("account", DEFAULT_ACCOUNT)
     unattended = document.get("unattended", False)
@@ -90,8 +75,8 @@ def parse_request(data: bytes, *, kind: str, now: float) -> RunRequest:
             raise UsageError(f"the run request's import_path: {exc}") from None
     elif path is not None:
         raise UsageError("a scan request has no import_path")
-    return RunRequest(
-        command=kind,
+    return LaunchRequest(
+        command=LaunchCommand(kind),
         launch_token=token,
         import_path=path,
         resume_run_id=resume,
@@ -115,7 +100,7 @@ def _checked_token(document: dict[str, object], *, now: float) -> str:
     return token
 
 
-def _parse_settings(document: dict[str, object], *, now: float) -> RunRequest:
+def _parse_settings(document: dict[str, object], *, now: float) -> LaunchRequest:
     """An `account` request: an account's new refresh interval and/or Gmail address, and nothing to import."""
     if set(document) != _KEYS | _ACCOUNT_KEYS | _SETTING_KEYS:
         raise UsageError(f"an account request has exactly the keys {sorted(_KEYS | _ACCOUNT_KEYS | _SETTING_KEYS)}")
@@ -133,7 +118,7 @@ def _parse_settings(document: dict[str, object], *, now: float) -> RunRequest:
     if refresh is None and address is None:
         raise UsageError("an account request changes the refresh interval, the address or both")
     token = _checked_token(document, now=now)
-    return RunRequest("account", token, None, None, account=account, refresh=refresh, address=address)
+    return LaunchRequest(LaunchCommand.ACCOUNT, token, account=account, refresh=refresh, address=address)
 
 
 def _relative_parts(path: str) -> tuple[str, ...]:
@@ -237,18 +222,8 @@ def expand(
     kind = argv[1]
     name = f"{kind}-{argv[2]}.json" if len(argv) == 3 else f"{kind}.json"
     request = parse_request(_read_request(requests_dir / name), kind=kind, now=now())
-    named = ["--account", request.account] if request.account != DEFAULT_ACCOUNT else []
-    if request.command == "account":
-        refresh = ["--refresh", request.refresh] if request.refresh is not None else []
-        address = [f"--address={request.address}"] if request.address is not None else []  # may start with `-`
-        return ["account", *named, *refresh, *address, "--quiet"]
-    command = [kind]
     if request.import_path is not None:
-        target = confine(imports_dir, imports_dir / request.import_path)
-        command += [str(target), "--confine-to", str(imports_dir)]
-    if request.resume_run_id is not None:
-        command += ["--resume", str(request.resume_run_id)]
-    command += named
-    if request.unattended:
-        command.append("--unattended")
-    return [*command, "--launch-token", request.launch_token, "--quiet"]
+        confine(imports_dir, imports_dir / request.import_path)  # refused when it leaves the folder or follows a link
+    # `gmail-stats account` records no run row and takes no `--launch-token`.
+    token = [] if request.command is LaunchCommand.ACCOUNT else ["--launch-token", request.launch_token]
+    return [*request.argv(import_dir=imports_dir), *token, "--quiet"]

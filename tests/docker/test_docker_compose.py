@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from shared.launch_request import LaunchCommand, LaunchRequest
 from tests.conftest import REPO_ROOT
 from tests.support.dockerenv import (
     IMAGE,
@@ -26,7 +27,6 @@ from tests.support.dockerenv import (
 from tests.support.factories import generate_messages, write_mbox
 from viewer.launch.container_spec import STACK_LABEL, DockerStack, stack_from_container
 from viewer.launch.launch_docker import connect, provision_runners
-from viewer.launch.launcher import LaunchCommand, LaunchRequest
 from viewer.launch.runner_launcher import DockerLauncher
 
 pytestmark = pytest.mark.docker

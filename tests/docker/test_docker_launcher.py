@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from shared.db import reader_engine
+from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.runs import Run, run_by_launch_token
 from tests.support.dockerenv import (
     container_state,
@@ -34,7 +35,7 @@ from tests.support.factories import GeneratedMessage, generate_messages, write_m
 from tests.support.importing import counts_of, query
 from viewer.launch.container_spec import STACK_LABEL, DockerStack, Runners
 from viewer.launch.launch_docker import connect, provision_runners
-from viewer.launch.launcher import LaunchCommand, Launched, LaunchError, LaunchRequest
+from viewer.launch.launcher import Launched, LaunchError
 from viewer.launch.runner_launcher import DockerLauncher
 
 pytestmark = pytest.mark.docker

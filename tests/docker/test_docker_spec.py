@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from shared.launch_request import LaunchCommand, LaunchRequest
 from viewer.launch.container_spec import (
     ContainerSpec,
     DockerStack,
@@ -20,7 +21,7 @@ from viewer.launch.container_spec import (
     started_unix,
 )
 from viewer.launch.launch_docker import create_kwargs
-from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
+from viewer.launch.launcher import LaunchError
 
 STACK = DockerStack(
     name="gmail-stats",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from shared.launch_request import LaunchCommand, LaunchRequest
 from viewer.launch.launch_process import ProcessLauncher
-from viewer.launch.launcher import LaunchCommand, LaunchRequest
 
 
 def test_a_launched_ingester_gets_its_settings_and_the_basics_but_not_the_rest(tmp_path: Path) -> None:

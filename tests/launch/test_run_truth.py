@@ -10,12 +10,13 @@ import pytest
 from sqlalchemy import insert
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.launch_request import LaunchRequest
 from shared.lock import IngestLock
 from shared.runs import create_run, finish_run, get_run
 from shared.schema.models import RunOutcome, RunState, Source, gmail_retry
 from tests.support.viewer import file_digests, make_settings, seed, viewer
 from viewer.launch.control import stopped_unexpectedly
-from viewer.launch.launcher import Launched, LaunchRequest
+from viewer.launch.launcher import Launched
 
 NOW = 1_800_000_000
 TOKEN = "t" * 32

@@ -16,13 +16,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from shared.db import reader_engine
+from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.lock import IngestLock
 from shared.runs import get_run
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
 from tests.support.importing import query
 from tests.support.viewer import csrf_headers, make_settings, mbox_bytes, seed, viewer, wait_for
 from viewer.launch.launch_process import build_argv
-from viewer.launch.launcher import LaunchCommand, LaunchRequest
 
 pytestmark = pytest.mark.slow
 

@@ -298,8 +298,8 @@ def test_real_imports_against_a_name_swapped_in_a_loop_never_read_outside(tmp_pa
 
 def test_a_request_names_its_account_and_an_unattended_scan(tmp_path: Path) -> None:
     """What the viewer's Docker launcher writes for another account or a scheduled refresh, read back by a runner."""
+    from shared.launch_request import LaunchCommand, LaunchRequest
     from viewer.launch.container_spec import request_document
-    from viewer.launch.launcher import LaunchCommand, LaunchRequest
 
     written = request_document(
         LaunchRequest(command=LaunchCommand.SCAN, launch_token=TOKEN, account="work", unattended=True), now=NOW
@@ -335,8 +335,8 @@ def settings_document(**changes: object) -> bytes:
 
 def test_an_import_runner_runs_a_settings_change_from_the_page(tmp_path: Path) -> None:
     """Under Docker the page's refresh or address change runs `gmail-stats account` in an import runner."""
+    from shared.launch_request import LaunchCommand, LaunchRequest
     from viewer.launch.container_spec import request_document
-    from viewer.launch.launcher import LaunchCommand, LaunchRequest
 
     written = request_document(
         LaunchRequest(LaunchCommand.ACCOUNT, launch_token=TOKEN, account="old", address="-old.me@gmail.com"), now=NOW

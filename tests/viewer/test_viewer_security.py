@@ -15,9 +15,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
+from shared.launch_request import LaunchRequest
 from tests.support.viewer import csrf_headers, make_settings, seed, viewer
 from viewer.app import STATIC_DIR
-from viewer.launch.launcher import Launched, LaunchRequest
+from viewer.launch.launcher import Launched
 from viewer.web.security import SecurityGuard
 
 SECURITY = {

@@ -15,7 +15,8 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from shared.accounts import DEFAULT_ACCOUNT, Refresh
-from viewer.launch.launcher import LaunchCommand, LaunchError, LaunchRequest
+from shared.launch_request import REQUEST_VERSION, LaunchCommand, LaunchRequest
+from viewer.launch.launcher import LaunchError
 
 # Where things live inside an ingester container (the compose `ingester` service uses the same paths).
 DATA_DIR = "/data"
@@ -219,7 +220,7 @@ def _relative_import(import_path: str | None) -> str:
 def request_document(request: LaunchRequest, *, now: float) -> bytes:
     """The run request file a runner reads (`ingester.runs.run_request` validates it as untrusted input)."""
     document: dict[str, object] = {
-        "version": 1,  # `ingester.runs.run_request.REQUEST_VERSION`
+        "version": REQUEST_VERSION,
         "command": str(request.command),
         "import_path": None,
         "resume_run_id": None,

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, func, select
 from shared.account_store import read_settings
 from shared.accounts import DEFAULT_ACCOUNT
 from shared.errors import ErrorKind
+from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.lock import is_lock_held
 from shared.resume import CommandStyle, resume_command
 from shared.runs import Run, get_run, run_by_launch_token
@@ -25,7 +26,7 @@ from shared.schema.models import RunState, Source, gmail_retry
 from viewer.errors import ApiError
 from viewer.launch.consent_paste import BadPaste, awaited_consent, deliver, parse_pasted
 from viewer.launch.imports import relative_to_import_dir, resolve_import
-from viewer.launch.launcher import LaunchCommand, Launched, Launcher, LaunchError, LaunchRequest
+from viewer.launch.launcher import Launched, Launcher, LaunchError
 from viewer.query.database import Database
 from viewer.settings import ViewerSettings
 

@@ -19,6 +19,7 @@ import requests
 from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.types import Mount
 
+from shared.launch_request import LaunchCommand
 from viewer.launch.container_spec import (
     REQUESTS_DIR,
     RUNNERS_PER_KIND,
@@ -28,7 +29,7 @@ from viewer.launch.container_spec import (
     runner_spec,
     stack_from_container,
 )
-from viewer.launch.launcher import LaunchCommand, LaunchError
+from viewer.launch.launcher import LaunchError
 
 # Written by the entrypoint (root) into a root-owned tmpfs; the web process reads it.
 RUNNERS_FILE = Path("/run/gmail-stats/runners.json")

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from shared.accounts import DEFAULT_ACCOUNT, Refresh, check_name
-from viewer.launch.launcher import LOG_TAIL_LINES, LaunchCommand, Launched, LaunchError, LaunchRequest
+from shared.launch_request import LaunchRequest
+from viewer.launch.launcher import LOG_TAIL_LINES, Launched, LaunchError
 
 _LOG_TAIL_BYTES = 64 * 1024
 # A launched ingester inherits its own settings (GMAIL_STATS_*) and what any process needs for programs, locale,
@@ -41,25 +41,8 @@ def default_ingest_command() -> list[str]:
 
 
 def build_argv(ingest_command: Sequence[str], request: LaunchRequest, *, import_dir: Path) -> list[str]:
-    """The complete argv for a request; the only caller-supplied parts are a validated path, a run id, an account
-    name and (for `account`) a refresh choice or an address, each checked before it gets here."""
-    argv = [*ingest_command, str(request.command)]
-    if request.command is LaunchCommand.IMPORT:
-        if request.import_path is None:
-            raise ValueError("an import needs import_path")
-        # The ingester re-checks the path: inside the folder, a regular file, no link followed on the way.
-        argv += [str(import_dir.resolve() / request.import_path), "--confine-to", str(import_dir.resolve())]
-    if request.resume_run_id is not None:
-        argv += ["--resume", str(int(request.resume_run_id))]
-    if request.account != DEFAULT_ACCOUNT:
-        argv += ["--account", check_name(request.account)]
-    if request.refresh is not None:
-        argv += ["--refresh", str(Refresh(request.refresh))]
-    if request.address is not None:
-        argv.append(f"--address={request.address}")  # one word: an address may start with `-`
-    if request.unattended:
-        argv.append("--unattended")
-    return [*argv, "--quiet"]
+    """The complete argv for a request (`LaunchRequest.argv`), under the real import folder."""
+    return [*ingest_command, *request.argv(import_dir=import_dir.resolve()), "--quiet"]
 
 
 class ProcessLauncher:

@@ -7,12 +7,10 @@ A launcher never takes an image, mount, argv or environment from a request: only
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import Protocol
 
-from shared.accounts import DEFAULT_ACCOUNT
+from shared.launch_request import LaunchRequest
 from viewer.settings import ViewerSettings
 
 # The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for runner_launcher's default.
@@ -20,30 +18,9 @@ CANCEL_GRACE_SECONDS: float = ViewerSettings.model_fields["cancel_grace_seconds"
 LOG_TAIL_LINES = 200
 
 
-class LaunchCommand(StrEnum):
-    SCAN = "scan"
-    IMPORT = "import"
-    ACCOUNT = "account"  # `gmail-stats account --refresh …/--address …`: the viewer never writes settings itself
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchRequest:
-    """What to run. `import_path` is relative to the import folder; `launch_token` (random, one per request) goes to
-    the ingester as `GMAIL_STATS_LAUNCH_TOKEN` and comes back on its run row (`shared.runs.run_by_launch_token`)."""
-
-    command: LaunchCommand
-    launch_token: str = field(default_factory=lambda: secrets.token_hex(16))
-    import_path: str | None = None
-    resume_run_id: int | None = None
-    account: str = DEFAULT_ACCOUNT  # the ingester's `--account` (a name checked by `shared.accounts`)
-    unattended: bool = False  # a scan nobody watches (a scheduled refresh): `--unattended`, never a consent wait
-    refresh: str | None = None  # ACCOUNT: the new refresh interval
-    address: str | None = None  # ACCOUNT: the Gmail address typed for a Takeout-only account
-
-
 @dataclass(frozen=True, slots=True)
 class Launched:
-    """A running ingester this viewer owns: `handle` is a PID or a container id."""
+    """A running ingester this viewer owns: `handle` is a PID or a runner's `NAME@STARTED_AT`."""
 
     handle: str
     launch_token: str

@@ -13,9 +13,10 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
+from shared.launch_request import LaunchRequest
 from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, request_document, request_token, started_unix
 from viewer.launch.launch_docker import API_ERRORS, RUNNERS_FILE, DockerClient, connect, engine_hint, runner_state
-from viewer.launch.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError, LaunchRequest
+from viewer.launch.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError
 
 # Every runner of a kind busy: one whose ingester has released its lock may be only exiting (interpreter shutdown),
 # so a launch waits this long for one to stop.
