@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.docker.dockerenv import chown_to_ingester, docker, ensure_image, wait_for, wait_until_host_port_free
 from tests.docker.test_docker_stack import Stack
-from tests.support.dockerenv import chown_to_ingester, docker, ensure_image, wait_for, wait_until_host_port_free
 from tests.support.factories import generate_messages, write_mbox
 from tests.support.net import free_port
 

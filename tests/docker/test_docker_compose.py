@@ -14,7 +14,7 @@ import pytest
 
 from shared.launch_request import LaunchCommand, LaunchRequest
 from tests.conftest import REPO_ROOT
-from tests.support.dockerenv import (
+from tests.docker.dockerenv import (
     IMAGE,
     compose_env,
     docker,

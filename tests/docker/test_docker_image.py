@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dockerenv import docker, ensure_image
+from tests.docker.dockerenv import docker, ensure_image
 
 pytestmark = pytest.mark.docker
 

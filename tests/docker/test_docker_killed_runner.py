@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.docker.dockerenv import container_state, docker, ensure_image, paused, wait_for
 from tests.docker.test_docker_stack import Stack, _running
 from tests.support.browser import ARTIFACTS
-from tests.support.dockerenv import container_state, docker, ensure_image, paused, wait_for
 from tests.support.factories import generate_messages, write_mbox
 
 pytestmark = [pytest.mark.docker]

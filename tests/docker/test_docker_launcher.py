@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 from shared.db import reader_engine
 from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.runs import Run, run_by_launch_token
-from tests.support.dockerenv import (
+from tests.docker.dockerenv import (
     container_state,
     docker,
     ensure_image,

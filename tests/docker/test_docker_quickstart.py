@@ -25,9 +25,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
-from tests.fakes.mailbox import Mailbox
-from tests.support.dockerenv import (
+from tests.docker.dockerenv import (
     IMAGE,
     INGESTER_UID,
     docker,
@@ -37,8 +35,10 @@ from tests.support.dockerenv import (
     wait_for,
     wait_until_host_port_free,
 )
+from tests.docker.hostuser import HostUser, Session, fresh_copy, host_user
+from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.mailbox import Mailbox
 from tests.support.factories import generate_messages, write_mbox
-from tests.support.hostuser import HostUser, Session, fresh_copy, host_user
 from tests.support.net import free_port
 from viewer.launch.container_spec import STACK_LABEL
 

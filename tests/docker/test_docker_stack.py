@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.support.dockerenv import (
+from tests.docker.dockerenv import (
     IMAGE,
     chown_to_ingester,
     compose_env,

@@ -14,7 +14,7 @@ import pytest
 from shared.resume import CommandStyle, import_command, resume_command
 from shared.schema.models import Source
 from tests.conftest import REPO_ROOT
-from tests.support.dockerenv import INGESTER_UID, compose_env, ensure_image
+from tests.docker.dockerenv import INGESTER_UID, compose_env, ensure_image
 from tests.support.make import paste, recorded, scratch_checkout
 
 

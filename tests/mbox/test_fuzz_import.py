@@ -11,7 +11,7 @@ import pytest
 
 from bench.process_tree import TreeSampler
 from tests.conftest import REPO_ROOT, ingester_env
-from tests.support.fuzz_corpus import write_corpus
+from tests.mbox.fuzz_corpus import write_corpus
 
 CORPUS_FILES = 1000
 RSS_LIMIT_KB = 150 * 1024
@@ -48,7 +48,7 @@ def test_fuzz_corpus_imports_with_no_traceback_no_hang_and_bounded_memory(tmp_pa
 
     # Every file through the real importer, one process (a hang would trip the timeout).
     runner = subprocess.run(
-        [sys.executable, "-m", "tests.support.fuzz_corpus", str(corpus), str(tmp_path / "each.db")],
+        [sys.executable, "-m", "tests.mbox.fuzz_corpus", str(corpus), str(tmp_path / "each.db")],
         capture_output=True,
         text=True,
         timeout=240,

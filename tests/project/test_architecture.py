@@ -172,13 +172,14 @@ def test_no_import_circles() -> None:
 
 
 def test_rooms_stay_small() -> None:
-    """About 300 lines a module and 15 modules a folder (docs/development.md): split past that."""
+    """About 300 lines a module and 15 modules a folder (docs/development.md): split past that. The tests' rooms
+    keep the same folder size; a test module may run longer (a scenario reads best whole)."""
     folders: dict[Path, int] = {}
     long_modules = []
-    for package in PACKAGES:
+    for package in (*PACKAGES, "tests"):
         for path in _modules(package):
             folders[path.parent] = folders.get(path.parent, 0) + (path.name != "__init__.py")
-            if len(path.read_text().splitlines()) > 350:
+            if package != "tests" and len(path.read_text().splitlines()) > 350:
                 long_modules.append(str(path.relative_to(REPO_ROOT)))
     crowded = sorted(str(folder.relative_to(REPO_ROOT)) for folder, count in folders.items() if count > 15)
     assert (long_modules, crowded) == ([], [])

@@ -1,5 +1,5 @@
 """The ETA a person can trust (`viewer.web.status.estimate` and its `RateTracker`), replayed against the commits of a
-real import recorded by `python -m tests.support.record_progress` (tests/data/progress_import.json: 400,000 messages,
+real import recorded by `python -m tests.runs.record_progress` (tests/data/progress_import.json: 400,000 messages,
 56 MB, committed every ~3 s on a loaded 2-core machine) as the page polls it, once a second."""
 
 from __future__ import annotations

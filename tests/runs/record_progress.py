@@ -1,6 +1,6 @@
-"""Records the committed progress of a real import as the viewer would see it, for tests/viewer/test_eta.py.
+"""Records the committed progress of a real import as the viewer would see it, for tests/runs/test_eta.py.
 
-`python -m tests.support.record_progress OUT.json [MESSAGES]`: imports a generated mbox with a real ingester process and
+`python -m tests.runs.record_progress OUT.json [MESSAGES]`: imports a generated mbox with a real ingester process and
 polls its run row every 20 ms (a read-only connection), writing each change of `bytes_done` with the time it was
 first seen, the file size and the time the run ended.
 """

@@ -1,4 +1,4 @@
-"""A fuzz corpus of mutated mbox files, and `python -m tests.support.fuzz_corpus DIR DB`: import them all in one
+"""A fuzz corpus of mutated mbox files, and `python -m tests.mbox.fuzz_corpus DIR DB`: import them all in one
 process.
 
 The runner imports every file through the real importer (`run_import`, a real database, parsing in-process) and
