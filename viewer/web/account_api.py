@@ -18,9 +18,8 @@ from viewer.errors import ApiError
 from viewer.launch.refresh import freshness
 from viewer.query.queries import DbState
 from viewer.web.deps import AccountsDep, StateDep, ViewerState
-from viewer.web.schemas import ERROR_RESPONSES
 
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 
 class AccountOut(BaseModel):

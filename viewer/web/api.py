@@ -27,7 +27,6 @@ from viewer.query.sender_queries import SortKey, SortOrder
 from viewer.web.answers import cached_answer, generation_headers
 from viewer.web.deps import FilterDep, StateDep
 from viewer.web.schemas import (
-    ERROR_RESPONSES,
     MAX_ID,
     DomainOut,
     DomainsOut,
@@ -41,7 +40,7 @@ from viewer.web.schemas import (
     VolumeOut,
 )
 
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 # The paging of every list route: an offset SQLite can bind, and a page the page can draw.
 Offset = Annotated[int, Query(ge=0, le=MAX_ID)]

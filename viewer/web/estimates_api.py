@@ -25,9 +25,8 @@ from shared.text.csv_cells import neutralise_row
 from viewer.query.database import Database
 from viewer.query.queries import DbState
 from viewer.web.deps import StateDep
-from viewer.web.schemas import ERROR_RESPONSES
 
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 
 class EstimateOut(BaseModel):

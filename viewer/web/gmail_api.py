@@ -24,9 +24,9 @@ from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
 from viewer.web.deps import FilterDep, StateDep
-from viewer.web.schemas import ERROR_RESPONSES, GmailLinkOut, GmailLinksOut
+from viewer.web.schemas import GmailLinkOut, GmailLinksOut
 
-router = APIRouter(prefix="/api/gmail", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/gmail")
 
 Selected = Annotated[
     str | None, Query(pattern=ID_PATTERN, description="a sender set registered with `POST /api/hidden`")

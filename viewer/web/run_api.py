@@ -29,7 +29,6 @@ from viewer.query.queries import DbState, Generation
 from viewer.web.answers import Read, generation_headers
 from viewer.web.deps import StateDep, ViewerState
 from viewer.web.schemas import (
-    ERROR_RESPONSES,
     MAX_ID,
     CancelledOut,
     ConsentBody,
@@ -45,11 +44,10 @@ from viewer.web.schemas import (
     StatusOut,
 )
 
-_LAUNCH_ERRORS: dict[int | str, dict[str, Any]] = {
-    **ERROR_RESPONSES,
+router = APIRouter(prefix="/api")
+_SPAWN_FAILED: dict[int | str, dict[str, Any]] = {
     500: {"model": ErrorOut, "description": "the ingester could not be started (`spawn_failed`, with a `hint`)"},
 }
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/runs")]
 
@@ -203,7 +201,7 @@ def imports(state: StateDep) -> ImportsOut:
     )
 
 
-@router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
+@router.post("/runs", status_code=202, responses=_SPAWN_FAILED)
 def start_run(body: LaunchBody, state: StateDep) -> LaunchedOut:
     run_id = state.control.launch(source=body.source, path=body.path, resume_run_id=body.resume_run_id)
     return LaunchedOut(run_id=run_id)
