@@ -92,15 +92,13 @@ def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
         return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
     with database.connect() as conn:
         snap = database.snapshot(conn, with_totals=False)
+        mix = snap.mix
+        if mix is None:  # a schema this code does not read: no run rows, and no generation to keep facts under
+            return _RunFacts(snap.state, None, [], {}, False, 0), None
 
         def read() -> _RunFacts:
-            mix = snap.mix
-            mixed, unrepaired = (mix.mixed_sources, mix.unrepaired_count) if mix is not None else (False, 0)
-            if not database.schema_ready(conn):
-                return _RunFacts(snap.state, None, [], {}, mixed, unrepaired)
-            return _RunFacts(
-                snap.state, open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn), mixed, unrepaired
-            )
+            runs = open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn)
+            return _RunFacts(snap.state, *runs, mix.mixed_sources, mix.unrepaired_count)
 
         return database.cache.get(snap.generation, "status", read), snap.generation
 
