@@ -50,18 +50,14 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 @router.get("/summary")
 def summary(state: StateDep, response: Response) -> SummaryOut:
     database, now = state.database, int(state.clock())
+    senders: list[SenderOut] = []
     if database.exists():
         with database.connect() as conn:
             snap = database.require_ready(conn)
             response.headers.update(generation_headers(snap.generation))
-            if snap.state is DbState.READY:
-                senders = all_senders(conn)
-                return SummaryOut(
-                    total_messages=sum(s.mails_sent for s in senders),
-                    senders=[SenderOut(**asdict(s)) for s in senders],
-                    generated_at_unix=now,
-                )
-    return SummaryOut(total_messages=0, senders=[], generated_at_unix=now)
+            if snap.state is DbState.READY:  # built inside the block: an unreadable row is a 503
+                senders = [SenderOut(**asdict(s)) for s in all_senders(conn)]
+    return SummaryOut(total_messages=sum(s.mails_sent for s in senders), senders=senders, generated_at_unix=now)
 
 
 def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
