@@ -174,7 +174,8 @@ def runs(state: StateDep, response: Response, limit: Annotated[int, Query(ge=1, 
 @router.get("/imports")
 def imports(state: StateDep) -> ImportsOut:
     settings = state.settings
-    shown, style = settings.shown_import_dir(), settings.command_style
+    shown = settings.host_import_dir or str(settings.import_dir)  # as the person knows it: under Docker, the host's
+    style = settings.command_style
     db = str(state.control.base_db.absolute())  # the viewer's own folder: a pasted command fills this page
     account = None if state.account == DEFAULT_ACCOUNT else state.account
     files: list[ImportFileOut] = []
