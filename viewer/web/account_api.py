@@ -77,7 +77,7 @@ def accounts(accounts: AccountsDep, state: StateDep) -> AccountsOut:
     )
 
 
-@router.post("/account/settings", status_code=200)
+@router.post("/account/settings")
 def change_settings(body: AccountSettingsBody, state: StateDep) -> AccountOut:
     """Runs `gmail-stats account` for the account (the viewer never writes its database) and answers the result."""
     if body.refresh is None and body.address is None:

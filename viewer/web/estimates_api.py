@@ -139,7 +139,7 @@ def _answer(database: Database, by: Grouping) -> tuple[SampleState | None, list[
     return state, estimate_groups(sample, groups)
 
 
-@router.get("/estimates", response_model=EstimatesOut)
+@router.get("/estimates")
 def estimates(viewer: StateDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
     now = viewer.clock()

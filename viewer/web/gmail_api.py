@@ -65,7 +65,7 @@ def _address(state: StateDep, address: str | None) -> str | None:
     return stored if stored is not None and valid_account(stored) else None
 
 
-@router.get("/links", response_model=GmailLinksOut)
+@router.get("/links")
 def gmail_links(
     state: StateDep,
     f: FilterDep,
