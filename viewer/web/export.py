@@ -67,9 +67,8 @@ def csv_download(database: Database, header: Sequence[str], rows: Rows, *, filen
                 generation = snap.generation
                 if snap.state is DbState.READY:
                     writer.writerows(rows(conn, snap))
-        text.flush()
+        text.detach()  # flushes the wrapper and leaves the spool open for `_chunks`
         size = spool.tell()
-        text.detach()
     except OSError as exc:
         spool.close()
         log.error("%s could not be built: %r", filename, exc)
