@@ -30,6 +30,7 @@ from viewer.settings import ViewerSettings
 from viewer.web import account_api, api, estimates_api, export, gmail_api, run_api
 from viewer.web.deps import Accounts, ViewerState
 from viewer.web.handlers import install_error_handlers
+from viewer.web.schemas import ERROR_RESPONSES
 from viewer.web.security import SecurityGuard
 from viewer.web.status import RateTracker
 
@@ -124,6 +125,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         openapi_url=OPENAPI_URL,
+        responses=ERROR_RESPONSES,  # every route may answer with the error shape
         # No telemetry (README, privacy): FastAPI's own OpenTelemetry spans, metrics and logs, whose URLs carry the
         # searches, stay off even when the environment asks for them (FASTAPI_OTEL_AUTO_CONFIGURE, a global provider).
         telemetry={

@@ -51,10 +51,6 @@ class ViewerSettings(CommonSettings):
         description="How often the viewer looks whether an account's refresh (hourly or daily) is due.",
     )
 
-    def shown_import_dir(self) -> str:
-        """The import folder as the person knows it: the host's folder under Docker."""
-        return self.host_import_dir or str(self.import_dir)
-
     @field_validator("allowed_hosts", mode="before")
     @classmethod
     def _split_hosts(cls, value: object) -> object:

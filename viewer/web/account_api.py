@@ -18,9 +18,8 @@ from viewer.errors import ApiError
 from viewer.launch.refresh import freshness
 from viewer.query.queries import DbState
 from viewer.web.deps import AccountsDep, StateDep, ViewerState
-from viewer.web.schemas import ERROR_RESPONSES
 
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 
 class AccountOut(BaseModel):
@@ -78,7 +77,7 @@ def accounts(accounts: AccountsDep, state: StateDep) -> AccountsOut:
     )
 
 
-@router.post("/account/settings", status_code=200)
+@router.post("/account/settings")
 def change_settings(body: AccountSettingsBody, state: StateDep) -> AccountOut:
     """Runs `gmail-stats account` for the account (the viewer never writes its database) and answers the result."""
     if body.refresh is None and body.address is None:

@@ -25,9 +25,8 @@ from shared.text.csv_cells import neutralise_row
 from viewer.query.database import Database
 from viewer.query.queries import DbState
 from viewer.web.deps import StateDep
-from viewer.web.schemas import ERROR_RESPONSES
 
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 
 class EstimateOut(BaseModel):
@@ -140,7 +139,7 @@ def _answer(database: Database, by: Grouping) -> tuple[SampleState | None, list[
     return state, estimate_groups(sample, groups)
 
 
-@router.get("/estimates", response_model=EstimatesOut)
+@router.get("/estimates")
 def estimates(viewer: StateDep, by: By = "sender", limit: Limit = 50) -> EstimatesOut:
     """Estimates from the first scan's random sample, or `"estimated": false` when every count is exact."""
     now = viewer.clock()
@@ -171,11 +170,11 @@ def estimates_csv(viewer: StateDep, by: By = "sender") -> Response:
     writer.writerow(CSV_COLUMNS)
     fraction = round(state.fraction, 5) if state is not None else 1.0
     for e in found if state is not None and state.listed else []:
-        figures: list[object] = []
-        for value, digits in ((e.messages, 1), (e.share, 5), (e.bytes, 0), (e.unread_share, 4)):
-            high = "" if math.isinf(value.high) else round(value.high, digits)
-            figures += [round(value.estimate, digits), round(value.low, digits), high]
-        row = [e.key, e.rank, e.rank_best, e.rank_worst, int(e.too_wide_to_rank), *figures, fraction]
-        writer.writerow(neutralise_row(row))
+        row = _row(e)  # rounded as the JSON answer rounds them; an unbounded interval's high is an empty cell
+        figures = (row.estimated_messages, row.estimated_share, row.estimated_bytes, row.estimated_unread_share)
+        cells = [cell for f in figures for cell in (f.estimate, f.low_95, "" if f.high_95 is None else f.high_95)]
+        writer.writerow(
+            neutralise_row([e.key, e.rank, e.rank_best, e.rank_worst, int(e.too_wide_to_rank), *cells, fraction])
+        )
     headers = {"Content-Disposition": f'attachment; filename="gmail-stats-estimated-{by}s.csv"'}
     return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)

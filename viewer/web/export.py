@@ -28,10 +28,9 @@ from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
 from viewer.web.answers import generation_headers
 from viewer.web.api import domain_page
 from viewer.web.deps import FilterDep, StateDep
-from viewer.web.schemas import ERROR_RESPONSES
 
 log = logging.getLogger("viewer")
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api")
 
 # Kept in memory up to this size (about 10k senders), then spilled to a temporary file: at 8 MiB the export of
 # 200,000 senders raised the viewer's peak RSS by 24 MB (bench/README.md), past its 120 MB budget.
@@ -68,9 +67,8 @@ def csv_download(database: Database, header: Sequence[str], rows: Rows, *, filen
                 generation = snap.generation
                 if snap.state is DbState.READY:
                     writer.writerows(rows(conn, snap))
-        text.flush()
+        text.detach()  # flushes the wrapper and leaves the spool open for `_chunks`
         size = spool.tell()
-        text.detach()
     except OSError as exc:
         spool.close()
         log.error("%s could not be built: %r", filename, exc)

@@ -24,9 +24,9 @@ from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
 from viewer.web.deps import FilterDep, StateDep
-from viewer.web.schemas import ERROR_RESPONSES, GmailLinkOut, GmailLinksOut
+from viewer.web.schemas import GmailLinkOut, GmailLinksOut
 
-router = APIRouter(prefix="/api/gmail", responses=ERROR_RESPONSES)
+router = APIRouter(prefix="/api/gmail")
 
 Selected = Annotated[
     str | None, Query(pattern=ID_PATTERN, description="a sender set registered with `POST /api/hidden`")
@@ -65,7 +65,7 @@ def _address(state: StateDep, address: str | None) -> str | None:
     return stored if stored is not None and valid_account(stored) else None
 
 
-@router.get("/links", response_model=GmailLinksOut)
+@router.get("/links")
 def gmail_links(
     state: StateDep,
     f: FilterDep,

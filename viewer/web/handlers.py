@@ -26,18 +26,18 @@ def install_error_handlers(app: FastAPI, *, style: CommandStyle, db: str | None 
     else naming the viewer's database `db`)."""
     runs = runs_command(style, db)
 
-    async def on_api_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, ApiError)
+    @app.exception_handler(ApiError)
+    async def on_api_error(_request: Request, exc: ApiError) -> JSONResponse:
         message = exc.message.replace(RUNS_COMMAND, runs)
         return JSONResponse(error_body(exc.kind, message, **exc.extra), status_code=exc.status)
 
-    async def on_http_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind, message = _STATUS_KINDS.get(exc.status_code, (ErrorKind.HTTP_ERROR, str(exc.detail)))
         return JSONResponse(error_body(kind, message), status_code=exc.status_code, headers=exc.headers)
 
-    async def on_validation_error(_request: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, RequestValidationError)
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         if tuple(first.get("loc", ())) == ("body", "source"):
             # The same kind the page has always seen for an unknown source, now that the schema lists them.
@@ -48,12 +48,8 @@ def install_error_handlers(app: FastAPI, *, style: CommandStyle, db: str | None 
         message = f"{where}: {first.get('msg', 'invalid value')}" if where else str(first.get("msg", "invalid request"))
         return JSONResponse(error_body(ErrorKind.BAD_REQUEST, message), status_code=422)
 
+    @app.exception_handler(Exception)
     async def on_crash(_request: Request, exc: Exception) -> JSONResponse:
         # Starlette's ServerErrorMiddleware calls this for anything unhandled, then re-raises for the server log.
         log.error("unhandled error: %r", exc)
         return JSONResponse(error_body(ErrorKind.INTERNAL, INTERNAL_MESSAGE), status_code=500)
-
-    app.add_exception_handler(ApiError, on_api_error)
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(Exception, on_crash)

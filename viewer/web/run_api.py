@@ -29,7 +29,6 @@ from viewer.query.queries import DbState, Generation
 from viewer.web.answers import Read, generation_headers
 from viewer.web.deps import StateDep, ViewerState
 from viewer.web.schemas import (
-    ERROR_RESPONSES,
     MAX_ID,
     CancelledOut,
     ConsentBody,
@@ -45,11 +44,10 @@ from viewer.web.schemas import (
     StatusOut,
 )
 
-_LAUNCH_ERRORS: dict[int | str, dict[str, Any]] = {
-    **ERROR_RESPONSES,
+router = APIRouter(prefix="/api")
+_SPAWN_FAILED: dict[int | str, dict[str, Any]] = {
     500: {"model": ErrorOut, "description": "the ingester could not be started (`spawn_failed`, with a `hint`)"},
 }
-router = APIRouter(prefix="/api", responses=ERROR_RESPONSES)
 
 RunId = Annotated[int, Path(ge=1, le=MAX_ID, description="a run id from /api/runs")]
 
@@ -94,15 +92,13 @@ def _run_facts(database: Database) -> tuple[_RunFacts, Generation | None]:
         return _RunFacts(DbState.MISSING, None, [], {}, False, 0), None
     with database.connect() as conn:
         snap = database.snapshot(conn, with_totals=False)
+        mix = snap.mix
+        if mix is None:  # a schema this code does not read: no run rows, and no generation to keep facts under
+            return _RunFacts(snap.state, None, [], {}, False, 0), None
 
         def read() -> _RunFacts:
-            mix = snap.mix
-            mixed, unrepaired = (mix.mixed_sources, mix.unrepaired_count) if mix is not None else (False, 0)
-            if not database.schema_ready(conn):
-                return _RunFacts(snap.state, None, [], {}, mixed, unrepaired)
-            return _RunFacts(
-                snap.state, open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn), mixed, unrepaired
-            )
+            runs = open_run(conn), list_runs(conn, limit=2), unfetched_by_run(conn)
+            return _RunFacts(snap.state, *runs, mix.mixed_sources, mix.unrepaired_count)
 
         return database.cache.get(snap.generation, "status", read), snap.generation
 
@@ -178,7 +174,8 @@ def runs(state: StateDep, response: Response, limit: Annotated[int, Query(ge=1, 
 @router.get("/imports")
 def imports(state: StateDep) -> ImportsOut:
     settings = state.settings
-    shown, style = settings.shown_import_dir(), settings.command_style
+    shown = settings.host_import_dir or str(settings.import_dir)  # as the person knows it: under Docker, the host's
+    style = settings.command_style
     db = str(state.control.base_db.absolute())  # the viewer's own folder: a pasted command fills this page
     account = None if state.account == DEFAULT_ACCOUNT else state.account
     files: list[ImportFileOut] = []
@@ -203,7 +200,7 @@ def imports(state: StateDep) -> ImportsOut:
     )
 
 
-@router.post("/runs", status_code=202, responses=_LAUNCH_ERRORS)
+@router.post("/runs", status_code=202, responses=_SPAWN_FAILED)
 def start_run(body: LaunchBody, state: StateDep) -> LaunchedOut:
     run_id = state.control.launch(source=body.source, path=body.path, resume_run_id=body.resume_run_id)
     return LaunchedOut(run_id=run_id)

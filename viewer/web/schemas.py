@@ -52,8 +52,9 @@ class ErrorOut(_Out):
     hint: str | None = None
 
 
-# Every route may answer with the error shape: 4XX for the request (including the guard's 403/413/415), 503 for
-# a database it cannot read right now. Declaring 422 here also replaces FastAPI's own `{"detail": ...}` schema.
+# Every route may answer with the error shape (`create_app` declares it once for all): 4XX for the request
+# (including the guard's 403/413/415), 503 for a database it cannot read right now. Declaring 422 here also replaces
+# FastAPI's own `{"detail": ...}` schema.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     "4XX": {"model": ErrorOut, "description": "the request was refused"},
     503: {"model": ErrorOut, "description": "the database is busy, unreadable or too new"},
