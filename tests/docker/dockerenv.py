@@ -179,14 +179,26 @@ def ensure_image() -> str:
 
 
 def wait_until_host_port_free(port: int, *, why: str) -> None:
-    """Waits until nothing listens on 127.0.0.1:`port`, or fails naming the containers that publish it.
+    """Waits until the engine can publish 127.0.0.1:`port`, or fails naming the containers that publish it.
 
     A previous case's container may have published the port; the engine frees it a moment after removing that
-    container (docker-proxy exits last), so the state is waited on before the port is called taken."""
+    container (docker-proxy exits, then the engine's own record of the port goes), and a container started in
+    between fails with "port is already allocated". So the wait ends when nothing listens there and a probe
+    container publishes the port (`docker run --rm` returns once the probe's record is gone again)."""
+    image = ensure_image()
 
     def free() -> bool:
-        with socket.socket() as probe:
-            return probe.connect_ex(("127.0.0.1", port)) != 0
+        with socket.socket() as listener:
+            if listener.connect_ex(("127.0.0.1", port)) == 0:
+                return False
+        probe = docker(
+            "run", "--rm", "--publish", f"127.0.0.1:{port}:{port}", "--entrypoint", "true", image, check=False
+        )
+        if probe.returncode == 0:
+            return True
+        if "already allocated" in probe.stderr or "address already in use" in probe.stderr:
+            return False
+        raise AssertionError(f"a probe container could not publish port {port}: {probe.stderr.strip()}")
 
     try:
         wait_for(free, timeout=60, interval=0.5, what=f"127.0.0.1:{port} free")

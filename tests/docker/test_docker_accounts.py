@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -115,7 +116,13 @@ def wait_run(stack: Stack, account: str, run_id: int, *states: str, timeout: flo
 
 
 def launch(stack: Stack, account: str, body: dict[str, Any]) -> int:
-    response = stack.post(f"/api/runs?account={account}", body)
+    def started() -> httpx.Response | None:
+        # The engine frees the callback port a moment after the container that published it is gone (see
+        # `wait_until_host_port_free`): a scan that meets it still allocated is asked again, as test_docker_stack does.
+        answer = stack.post(f"/api/runs?account={account}", body)
+        return None if answer.status_code == 500 and "already allocated" in answer.text else answer
+
+    response = wait_for(started, timeout=60, interval=1, what="the callback port freed by the engine")
     assert response.status_code == 202, response.text
     run_id: int = response.json()["run_id"]
     return run_id
