@@ -12,10 +12,11 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -205,3 +206,14 @@ def wait_until_host_port_free(port: int, *, why: str) -> None:
     except AssertionError:
         holders = docker("ps", "--all", "--filter", f"publish={port}", "--format", "{{.Names}}", check=False)
         pytest.fail(f"127.0.0.1:{port} is taken (containers: {holders.stdout.split() or 'none'}); {why}")
+
+
+def launch_once_port_is_free(post: Callable[[], httpx.Response]) -> httpx.Response:
+    """The answer to `post` (a launch from the page), asked again while the engine says the callback port is still
+    allocated: it frees the port a moment after the container that published it is gone (a state, not a sleep)."""
+
+    def started() -> httpx.Response | None:
+        answer = post()
+        return None if answer.status_code == 500 and "already allocated" in answer.text else answer
+
+    return wait_for(started, timeout=60, interval=1, what="the engine to free the callback port")

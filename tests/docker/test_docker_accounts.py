@@ -14,11 +14,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.docker.dockerenv import chown_to_ingester, docker, ensure_image, wait_for, wait_until_host_port_free
+from tests.docker.dockerenv import (
+    chown_to_ingester,
+    docker,
+    ensure_image,
+    launch_once_port_is_free,
+    wait_for,
+    wait_until_host_port_free,
+)
 from tests.docker.test_docker_stack import Stack
 from tests.support.factories import generate_messages, write_mbox
 from tests.support.net import free_port
@@ -116,13 +122,7 @@ def wait_run(stack: Stack, account: str, run_id: int, *states: str, timeout: flo
 
 
 def launch(stack: Stack, account: str, body: dict[str, Any]) -> int:
-    def started() -> httpx.Response | None:
-        # The engine frees the callback port a moment after the container that published it is gone (see
-        # `wait_until_host_port_free`): a scan that meets it still allocated is asked again, as test_docker_stack does.
-        answer = stack.post(f"/api/runs?account={account}", body)
-        return None if answer.status_code == 500 and "already allocated" in answer.text else answer
-
-    response = wait_for(started, timeout=60, interval=1, what="the callback port freed by the engine")
+    response = launch_once_port_is_free(lambda: stack.post(f"/api/runs?account={account}", body))
     assert response.status_code == 202, response.text
     run_id: int = response.json()["run_id"]
     return run_id

@@ -25,6 +25,7 @@ from tests.docker.dockerenv import (
     container_state,
     docker,
     ensure_image,
+    launch_once_port_is_free,
     paused,
     remove_containers,
     throttle,
@@ -392,13 +393,8 @@ def test_ui_scan_against_fake_google_with_the_consent_round_trip(scan_stack: tup
 
     stack, fake_port = scan_stack
 
-    def started() -> httpx.Response | None:
-        # The previous case's runner published 127.0.0.1:8765 too; the engine frees that port a moment after the
-        # container is gone, so a launch that meets it still allocated is asked again (a state, not a sleep).
-        answer = stack.post("/api/runs", {"source": "gmail_api"})
-        return None if answer.status_code == 500 and "already allocated" in answer.text else answer
-
-    response = wait_for(started, timeout=60, interval=1, what="the callback port freed by the previous stack")
+    # The previous case's runner published 127.0.0.1:8765 too.
+    response = launch_once_port_is_free(lambda: stack.post("/api/runs", {"source": "gmail_api"}))
     assert response.status_code == 202, response.text
     run_id = response.json()["run_id"]
     wait_for(
