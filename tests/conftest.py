@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 from sqlalchemy import Engine
 
 from shared.db import close_writer_keeping_sidecars, writer_engine
@@ -102,6 +102,14 @@ def pytest_runtest_makereport(
 
 
 PHASE_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.fixture(autouse=True)
+def _patient_expect(request: pytest.FixtureRequest) -> None:
+    """Browser assertions wait up to 20 s (a loaded 2-core machine: they wait on states, never sleep); a file whose
+    runs take longer sets its own, and its fixture runs after this one."""
+    if request.node.get_closest_marker("browser") is not None:
+        expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(autouse=True)

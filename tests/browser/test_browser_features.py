@@ -18,11 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TOTAL = 139  # messages in feature_mbox()
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("features")

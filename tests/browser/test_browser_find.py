@@ -33,11 +33,6 @@ ROWS: list[tuple[Any, ...]] = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 @pytest.fixture
 def site(tmp_path: Path, db_path: Path) -> Iterator[str]:
     seed(db_path, ROWS)

@@ -28,11 +28,6 @@ HIDDEN = [r[0] for r in ROWS[:1050]]
 LEFT = ROWS[1050:]
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 @pytest.fixture
 def site(tmp_path: Path, db_path: Path) -> Iterator[str]:
     seed(db_path, ROWS)

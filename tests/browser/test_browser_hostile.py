@@ -25,11 +25,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NAMES = ["x$(shell touch PWNED).mbox", '";touch PWNED;".mbox']
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 def test_a_strangers_senders_on_the_page_and_in_its_export(chromium: Browser, tmp_path: Path) -> None:
     (tmp_path / "hostile.mbox").write_bytes(hostile_mbox())
     import_file(tmp_path / "stats.db", tmp_path / "hostile.mbox")

@@ -11,11 +11,6 @@ from tests.support.browser import new_page, shoot
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
-
-
 def _tab_to(page: Page, selector: str, *, limit: int = 60) -> int:
     """Presses Tab until the focused element matches `selector`; returns the number of presses."""
     for presses in range(1, limit + 1):

@@ -39,11 +39,6 @@ ROWS: list[tuple[Any, ...]] = [
 SENDERS = [r[0] for r in ROWS]
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 @pytest.fixture
 def site(tmp_path: Path, db_path: Path) -> Iterator[str]:
     seed(db_path, ROWS)

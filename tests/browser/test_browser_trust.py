@@ -18,11 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 WIDTHS = "ths => ths.map(th => Math.round(th.getBoundingClientRect().width))"
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
-
-
 def _table(chromium: Browser, url: str, *, width: int = 1440, dark: bool = False) -> tuple[Page, list[str]]:
     page, console = new_page(chromium, width=width, dark=dark)
     page.goto(url)

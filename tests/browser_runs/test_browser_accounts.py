@@ -27,11 +27,6 @@ def _address(db: Path, address: str) -> None:
         conn.execute("INSERT INTO sync_state (key, value) VALUES ('gmail_address', ?)", (address,))
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)
-
-
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[str]:
     seed(tmp_path / "stats.db")

@@ -17,11 +17,6 @@ from tests.support.viewer import make_settings, mbox_bytes, seed
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(autouse=True)
-def _patient_expect() -> None:
-    expect.set_options(timeout=20_000)  # a loaded 2-core machine: assertions wait, they never sleep
-
-
 def test_history_says_what_each_run_did_and_offers_one_action(chromium: Browser, filled: str) -> None:
     page, console = new_page(chromium)
     page.goto(filled)
