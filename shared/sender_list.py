@@ -115,9 +115,8 @@ def chosen(c: SenderChoice) -> list[ColumnElement[bool]]:
     if c.min_bytes > 0:
         terms.append(_S.bytes >= c.min_bytes)
     if c.min_avg_bytes > 0:  # bytes / mails >= n, kept in integers: bytes >= n * mails
-        # `+ 0` keeps SQLite off `ix_senders_mails_sent`: `mails_sent > 0` holds for nearly every sender, and a
-        # row looked up through that index for each costs 4x the scan (233 vs 51 ms at 200,000 senders).
-        terms.append(and_(_S.mails_sent + 0 > 0, _S.bytes >= _S.mails_sent * c.min_avg_bytes))
+        # Both columns are in `ix_senders_mails_sent` (as are the dates): a count or a page's walk reads no row.
+        terms.append(and_(_S.mails_sent > 0, _S.bytes >= _S.mails_sent * c.min_avg_bytes))
     return terms
 
 

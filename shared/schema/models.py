@@ -123,7 +123,8 @@ senders = Table(
     UniqueConstraint("sender", name="uq_senders_sender"),
     # One index per sort, each ending in the tie-break, so every page is an index walk with LIMIT. Each costs
     # the import a b-tree update per changed sender and batch: no index for sorts nobody needs.
-    Index("ix_senders_mails_sent", text("mails_sent DESC"), "sender"),
+    # Also holds what the size and date filters test, so a page walked in this order reads no row to test them.
+    Index("ix_senders_mails_sent", text("mails_sent DESC"), "sender", "bytes", "last_seen_unix", "first_seen_unix"),
     Index("ix_senders_last_seen", "last_seen_unix", "sender"),
     Index("ix_senders_first_seen", "first_seen_unix", "sender"),
     Index("ix_senders_bytes", "bytes", "sender"),
