@@ -210,7 +210,8 @@ def wait_until_host_port_free(port: int, *, why: str) -> None:
 
 def launch_once_port_is_free(post: Callable[[], httpx.Response]) -> httpx.Response:
     """The answer to `post` (a launch from the page), asked again while the engine says the callback port is still
-    allocated: it frees the port a moment after the container that published it is gone (a state, not a sleep)."""
+    allocated: it frees the port a moment after the container that published it is gone (a state, not a sleep).
+    The viewer itself asks again for 10 s (`runner_launcher._PortHeld`); this covers an engine slower than that."""
 
     def started() -> httpx.Response | None:
         answer = post()

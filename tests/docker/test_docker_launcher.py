@@ -8,6 +8,7 @@ file). The launcher talks to the engine directly here; the API filter in front o
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from tests.docker.dockerenv import (
     remove_containers,
     throttle,
     wait_for,
+    wait_until_host_port_free,
     writable_dir,
 )
 from tests.support.factories import GeneratedMessage, generate_messages, write_mbox
@@ -212,6 +214,66 @@ def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_p
     assert launcher.wait_for_exit(launched, timeout=60)
     assert any("credentials.json" in line for line in launcher.log_tail(launched))
     assert launcher.consent_listener(launched, redirect_port=8765) == (runners.scans[-1], 8765)
+
+
+def hold_callback_port(stack: Stack) -> str:
+    """A container of the stack's own (removed with it) publishing the host's callback port, as a `make scan`
+    waiting for consent does; returns its name."""
+    wait_until_host_port_free(8765, why="this test's blocker publishes it")
+    name = f"{stack.name}-blocker"
+    docker(
+        "run", "--detach", "--name", name, "--label", f"{STACK_LABEL}={stack.name}", "--publish",
+        "127.0.0.1:8765:8765", "--entrypoint", "sleep", stack.stack.image, "infinity",
+    )  # fmt: skip
+    return name
+
+
+def test_a_scan_started_while_the_callback_port_is_held_for_good_fails_with_the_hint(stack: Stack) -> None:
+    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
+    runners = stack.provision(per_kind=1)
+    hold_callback_port(stack)
+    launcher = DockerLauncher(connect(), runners, wait_seconds=1)
+    stack.launchers.append(launcher)
+    with pytest.raises(LaunchError) as caught:
+        launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex))
+    assert "port is already allocated" in str(caught.value)
+    assert caught.value.hint == "the OAuth callback port is in use: is `make scan` running in a terminal?"
+    assert sorted(p.name for p in stack.requests.iterdir()) == []  # the unstarted run's request is gone
+
+
+def test_a_scan_starts_once_the_engine_lets_go_of_the_callback_port(stack: Stack) -> None:
+    """The engine refuses the port while another container publishes it, and for a moment after: the launch asks
+    again until it is free, instead of telling the person to stop a `make scan` that has already ended."""
+    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
+    runners = stack.provision(per_kind=1)
+    blocker = hold_callback_port(stack)
+    launcher = DockerLauncher(connect(), runners, wait_seconds=120)
+    stack.launchers.append(launcher)
+    outcome: list[Launched | BaseException] = []
+
+    def launch() -> None:
+        try:
+            outcome.append(launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex)))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=launch)
+    thread.start()
+    # The runner was refused the port at least once (the engine records why on the container) ...
+    wait_for(
+        lambda: "already allocated" in str(container_state(runners.scans[0]).get("Error", "")) or outcome,
+        timeout=60,
+        what="the first start of the scan runner to be refused the port",
+    )
+    assert not outcome, outcome
+    docker("rm", "--force", blocker)  # ... then the port's holder ends
+    thread.join(timeout=150)
+    assert not thread.is_alive()
+    [launched] = outcome
+    assert isinstance(launched, Launched), launched
+    assert launched.handle.startswith(f"{runners.scans[0]}@")
+    assert launcher.wait_for_exit(launched, timeout=60)
+    assert any("credentials.json" in line for line in launcher.log_tail(launched))  # it ran: no credentials here
 
 
 def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: Stack) -> None:

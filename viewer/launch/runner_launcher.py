@@ -19,8 +19,14 @@ from viewer.launch.launch_docker import API_ERRORS, RUNNERS_FILE, DockerClient, 
 from viewer.launch.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError
 
 # Every runner of a kind busy: one whose ingester has released its lock may be only exiting (interpreter shutdown),
-# so a launch waits this long for one to stop.
+# so a launch waits this long for one to stop. It waits as long for the consent port (see `_PortHeld`).
 _EXIT_WAIT_SECONDS = 10.0
+
+
+class _PortHeld(LaunchError):
+    """The engine would not publish the first scan runner's callback port. Its record of a port outlives the
+    container that published it for a moment (another runner, a `make scan` that just ended), so asking again
+    soon succeeds; a `make scan` still running holds it for good, which the hint names."""
 
 
 class DockerLauncher:
@@ -37,9 +43,10 @@ class DockerLauncher:
             ) from exc
         return cls(connect(), runners)
 
-    def __init__(self, client: DockerClient, runners: Runners):
+    def __init__(self, client: DockerClient, runners: Runners, *, wait_seconds: float = _EXIT_WAIT_SECONDS):
         self._client = client
         self._runners = runners
+        self._wait_seconds = wait_seconds
         self._lock = threading.Lock()
         self._finished_logs: dict[str, list[str]] = {}
         self._timers: list[threading.Timer] = []
@@ -79,15 +86,22 @@ class DockerLauncher:
         names = self._runners.names_for(request.command)
         # An attended scan takes the first free runner (the one publishing the consent port), a refresh the last.
         order = names[::-1] if request.unattended else names
-        deadline = time.monotonic() + _EXIT_WAIT_SECONDS
-        while (started := self._start_free(order, request)) is None:
-            if time.monotonic() > deadline:
-                raise LaunchError(
-                    f"all {len(names)} {request.command} runners are busy with other accounts' runs",
-                    hint="wait for one of them to end",
-                )
+        deadline = time.monotonic() + self._wait_seconds
+        while True:
+            try:
+                started = self._start_free(order, request)
+            except _PortHeld:
+                if time.monotonic() > deadline:
+                    raise
+            else:
+                if started is not None:
+                    return started
+                if time.monotonic() > deadline:
+                    raise LaunchError(
+                        f"all {len(names)} {request.command} runners are busy with other accounts' runs",
+                        hint="wait for one of them to end",
+                    )
             time.sleep(0.1)
-        return started
 
     def _start_free(self, names: tuple[str, ...], request: LaunchRequest) -> Launched | None:
         """Starts the first of `names` that is not running, None when all are. Chosen and started under the lock,
@@ -110,7 +124,8 @@ class DockerLauncher:
                 if name is None:
                     raise LaunchError(f"cannot inspect the runners: {exc}", hint=engine_hint(exc)) from exc
                 self._request_path(name).unlink(missing_ok=True)
-                raise LaunchError(f"cannot start the runner {name}: {exc}", hint=engine_hint(exc)) from exc
+                error = _PortHeld if "port is already allocated" in str(exc) else LaunchError
+                raise error(f"cannot start the runner {name}: {exc}", hint=engine_hint(exc)) from exc
             except OSError as exc:
                 raise LaunchError(f"cannot write the run request: {exc}", hint="check the requests volume") from exc
         started_at = str((started or {}).get("StartedAt", ""))
