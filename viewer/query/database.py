@@ -116,6 +116,15 @@ class Database:
         totals = self.cache.get(generation, "totals", lambda: queries.totals(conn)) if with_totals else None
         return Snapshot(state=DbState.READY if filled else DbState.EMPTY, totals=totals, mix=mix, generation=generation)
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[tuple[Connection, Snapshot] | None]:
+        """A read transaction and its snapshot (a too-new schema is a 503); None while the database is missing."""
+        if not self.exists():
+            yield None
+            return
+        with self.connect() as conn:
+            yield conn, self.require_ready(conn)
+
     def require_ready(self, conn: Connection) -> Snapshot:
         """The snapshot of a readable database; a too-new schema is a 503 the page explains."""
         snap = self.snapshot(conn)

@@ -31,10 +31,10 @@ def _json(model: BaseModel) -> bytes:
 
 
 def _read(database: Database, key: Hashable, build: Build, empty: Callable[[], BaseModel]) -> Read:
-    if not database.exists():
-        return _json(empty()), None
-    with database.connect() as conn:
-        snap = database.require_ready(conn)
+    with database.read_snapshot() as read:
+        if read is None:
+            return _json(empty()), None
+        conn, snap = read
         totals = snap.totals
         if snap.state is not DbState.READY or totals is None:
             return _json(empty()), snap.generation

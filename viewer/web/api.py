@@ -51,9 +51,9 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 def summary(state: StateDep, response: Response) -> SummaryOut:
     database, now = state.database, int(state.clock())
     senders: list[SenderOut] = []
-    if database.exists():
-        with database.connect() as conn:
-            snap = database.require_ready(conn)
+    with database.read_snapshot() as read:
+        if read is not None:
+            conn, snap = read
             response.headers.update(generation_headers(snap.generation))
             if snap.state is DbState.READY:  # built inside the block: an unreadable row is a 503
                 senders = [SenderOut(**asdict(s)) for s in all_senders(conn)]

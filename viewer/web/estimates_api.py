@@ -128,10 +128,11 @@ def _row(e: Estimate) -> EstimatedRowOut:
 
 
 def _answer(database: Database, by: Grouping) -> tuple[SampleState | None, list[Estimate]]:
-    if not database.exists():
-        return None, []
-    with database.connect() as conn:
-        ready = database.require_ready(conn).state is DbState.READY and _has_sample_tables(conn)
+    with database.read_snapshot() as read:
+        if read is None:
+            return None, []
+        conn, snap = read
+        ready = snap.state is DbState.READY and _has_sample_tables(conn)
         state = read_sample_state(conn) if ready else None
         if state is None:
             return None, []

@@ -60,10 +60,10 @@ def csv_download(database: Database, header: Sequence[str], rows: Rows, *, filen
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(header)
         generation = None
-        if database.exists():
-            with database.connect() as conn:
-                # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
-                snap = database.require_ready(conn)
+        # One read transaction, so one snapshot of the table even while an ingester commits (WAL).
+        with database.read_snapshot() as read:
+            if read is not None:
+                conn, snap = read
                 generation = snap.generation
                 if snap.state is DbState.READY:
                     writer.writerows(rows(conn, snap))

@@ -44,12 +44,9 @@ def _senders(state: StateDep, selected: str | None, f: SenderFilter) -> Iterator
             raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that sender set; send it again")
         yield from members
         return
-    database = state.database
-    if not database.exists():
-        return
-    with database.connect() as conn:
-        if database.require_ready(conn).state is DbState.READY:
-            for row in iter_senders(conn, f=f, sort=SortKey.MAILS_SENT, order=SortOrder.DESC):
+    with state.database.read_snapshot() as read:
+        if read is not None and read[1].state is DbState.READY:
+            for row in iter_senders(read[0], f=f, sort=SortKey.MAILS_SENT, order=SortOrder.DESC):
                 yield row.sender
 
 
