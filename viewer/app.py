@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
@@ -36,11 +35,6 @@ from viewer.web.status import RateTracker
 
 STATIC_DIR = Path(__file__).parent / "static"
 OPENAPI_URL = "/api/openapi.json"
-
-
-@runtime_checkable
-class _Closable(Protocol):
-    def close(self) -> None: ...
 
 
 def _version() -> str:
@@ -114,8 +108,7 @@ def create_app(
             for state in accounts.built():
                 state.database.engine.dispose()
                 state.database.fallback_engine.dispose()
-            if isinstance(chosen, _Closable):
-                chosen.close()
+            chosen.close()
 
     app = FastAPI(
         title="gmail-stats viewer",

@@ -49,6 +49,9 @@ class _Runner:
     def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
         return "127.0.0.1", redirect_port
 
+    def close(self) -> None:
+        return None
+
 
 @pytest.mark.parametrize(
     ("state", "lock_held", "runner_alive", "stopped"),

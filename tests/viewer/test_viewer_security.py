@@ -80,6 +80,9 @@ class _BrokenLauncher:
     def consent_listener(self, launched: Launched | None, *, redirect_port: int) -> tuple[str, int]:
         return "127.0.0.1", redirect_port
 
+    def close(self) -> None:
+        return None
+
 
 def test_headers_on_pages_static_files_and_errors(tmp_path: Path, db_path: Path) -> None:
     seed(db_path)

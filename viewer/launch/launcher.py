@@ -61,3 +61,7 @@ class Launcher(Protocol):
         """Host and port where the viewer reaches a scan's consent listener (`redirect_port` is its redirect's
         port; `launched` the scan's when this viewer started it); raises `LaunchError` when it cannot."""
         ...
+
+    def close(self) -> None:
+        """Lets go of what the launcher holds when the viewer stops; ingesters still running go on."""
+        ...
