@@ -34,7 +34,8 @@ pytestmark = pytest.mark.docker
 # As in test_docker_stack, plus a second mailbox (account `work`) and both accounts' token caches in /secrets.
 FAKE_GOOGLE = """
 import json, os
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 
 class Server(FakeGoogleServer):

@@ -317,7 +317,8 @@ def test_a_viewer_restarted_mid_run_owns_the_run_again(stack: Stack) -> None:
 # The fake Google runs in a container on the stack's network (the repo's tests mounted read-only), listening on all
 # of that container's interfaces and naming itself `fake-google`, the address the launched scan container uses.
 FAKE_GOOGLE = """
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 
 class Server(FakeGoogleServer):

@@ -19,7 +19,8 @@ from ingester.runs.session import ingest_session
 from ingester.store.rollups import month_of
 from shared.timeutil import system_clock
 from tests.conftest import run_cli
-from tests.fakes.google import COSTS, TokenBucket
+from tests.fakes.google import COSTS
+from tests.fakes.google_faults import TokenBucket
 from tests.fakes.mailbox import MAILING_LISTS, TYPICAL, Mailbox
 from tests.fakes.takeout import write_takeout
 from tests.support.rollups import assert_rollups_exact
