@@ -25,7 +25,7 @@ from tests.docker.dockerenv import (
     wait_for,
     wait_until_host_port_free,
 )
-from tests.docker.test_docker_stack import Stack
+from tests.docker.stack import Stack
 from tests.support.factories import generate_messages, write_mbox
 from tests.support.net import free_port
 
