@@ -1,8 +1,10 @@
-"""The compose stack the Docker tests bring up: `Stack`, a project of its own (its own volume, folders and a free
-loopback port) driven through compose and the published port, and the helpers several test modules share."""
+"""What the Docker tests bring up, and the helpers several of their modules share: `Stack`, a whole compose project
+of its own (its own volume, folders and a free loopback port) driven through compose and the published port, and
+`RunnerStack`, a stack's runners provisioned and launched through the viewer's own launcher code."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
@@ -11,12 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from sqlalchemy.exc import OperationalError
 
+from shared.db import reader_engine
+from shared.launch_request import LaunchCommand, LaunchRequest
+from shared.runs import Run, run_by_launch_token
 from tests.conftest import REPO_ROOT
-from tests.docker.dockerenv import compose_env, docker, remove_containers, throttle, wait_for
-from tests.support.factories import generate_messages, write_mbox
+from tests.docker.dockerenv import compose_env, docker, remove_containers, throttle, wait_for, writable_dir
+from tests.support.factories import GeneratedMessage, generate_messages, write_mbox
 from tests.support.net import free_port
-from viewer.launch.container_spec import STACK_LABEL
+from viewer.launch.container_spec import STACK_LABEL, DockerStack, Runners
+from viewer.launch.launch_docker import connect, provision_runners
+from viewer.launch.launcher import Launched
+from viewer.launch.runner_launcher import DockerLauncher
 
 
 class Stack:
@@ -143,3 +153,75 @@ def start_throttled_import(stack: Stack, path: str) -> int:
     (container,) = stack.ingesters(running=True)
     throttle(container, cpus="0.03")
     return run_id
+
+
+class RunnerStack:
+    """A stack's runners provisioned straight through the launcher's code, its data and requests in host folders (so
+    run rows are read straight from the file); `close()` removes every container labelled with its name."""
+
+    def __init__(self, tmp_path: Path, image: str) -> None:
+        self.name = f"gmstest-{uuid.uuid4().hex[:8]}"
+        self.imports = tmp_path / "imports"
+        self.imports.mkdir()
+        self.data = writable_dir(tmp_path / "data")
+        self.requests = tmp_path / "requests"
+        self.requests.mkdir()
+        self.db = self.data / "stats.db"
+        self.stack = DockerStack(
+            name=self.name, image=image, data=str(self.data), imports=str(self.imports), requests=str(self.requests)
+        )
+        self.launchers: list[DockerLauncher] = []
+
+    def provision(self, *, per_kind: int = 2, **environment: str) -> Runners:
+        client = connect()
+        try:
+            return provision_runners(
+                client, self.stack, environment=environment, requests_dir=str(self.requests), per_kind=per_kind
+            )
+        finally:
+            client.close()
+
+    def write(self, name: str, messages: list[GeneratedMessage]) -> dict[str, int]:
+        """An mbox of `messages` in the import folder; its expected counts by sender."""
+        return write_mbox(self.imports / name, messages)
+
+    def launcher(self, runners: Runners) -> DockerLauncher:
+        launcher = DockerLauncher(connect(), runners)
+        self.launchers.append(launcher)
+        return launcher
+
+    def run(self, launched: Launched) -> Run | None:
+        if os.geteuid() != 0:
+            pytest.skip("reads the runner's database (uid 10001, mode 0600) from the host folder: needs root, as CI")
+        if not self.db.exists():
+            return None
+        engine = reader_engine(self.db)
+        try:
+            with engine.connect() as conn:
+                return run_by_launch_token(conn, launched.launch_token)
+        except OperationalError:
+            return None  # created but not migrated yet, or busy: look again
+        finally:
+            engine.dispose()
+
+    def wait_state(self, launched: Launched, *states: str, timeout: float = 90) -> Run:
+        wait_for(
+            lambda: (run := self.run(launched)) is not None and run.state in states,
+            timeout=timeout,
+            what=f"run of {launched.launch_token} in {states}; last: {self.run(launched)}",
+        )
+        run = self.run(launched)
+        assert run is not None
+        return run
+
+    def close(self) -> None:
+        for launcher in self.launchers:
+            launcher.close()
+        remove_containers(f"{STACK_LABEL}={self.name}")
+
+
+def import_request(*, import_path: str, resume_run_id: int | None = None) -> LaunchRequest:
+    """A fresh import request (a new launch token) for a file in the import folder."""
+    return LaunchRequest(
+        LaunchCommand.IMPORT, launch_token=uuid.uuid4().hex, import_path=import_path, resume_run_id=resume_run_id
+    )
