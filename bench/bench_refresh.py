@@ -22,7 +22,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from tests.conftest import ingester_env
-from tests.fakes.google import COSTS, FakeGoogle, FakeGoogleServer
+from tests.fakes.google import COSTS, FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.support.polling import wait_for
 from viewer.app import create_app

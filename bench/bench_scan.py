@@ -69,7 +69,7 @@ def start_fake(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     credentials, tokens = folder / "credentials.json", folder / "tokens.json"
-    argv = [sys.executable, "-m", "tests.fakes.google", "--port", str(port), "--messages", str(messages)]
+    argv = [sys.executable, "-m", "tests.fakes.google_server", "--port", str(port), "--messages", str(messages)]
     argv += ["--write-credentials", str(credentials), "--write-tokens", str(tokens), "--mix", mix]
     if quota is not None:
         argv += ["--quota", str(quota)]

@@ -2,7 +2,7 @@
 socket that records every byte it receives: what an attacker in the web process can send, and what gets through.
 
 The engine is a fake on purpose: the question is what the filter forwards, and a recording socket answers it
-exactly (the whole stack's tests, tests/docker/test_docker_stack.py, show the real engine behind it)."""
+exactly (tests/docker/test_docker_confinement.py shows the real engine behind it, in the whole stack)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from tests.docker.dockerenv import (
     wait_for,
     wait_until_host_port_free,
 )
-from tests.docker.test_docker_stack import Stack
+from tests.docker.stack import Stack
 from tests.support.factories import generate_messages, write_mbox
 from tests.support.net import free_port
 
@@ -34,7 +34,8 @@ pytestmark = pytest.mark.docker
 # As in test_docker_stack, plus a second mailbox (account `work`) and both accounts' token caches in /secrets.
 FAKE_GOOGLE = """
 import json, os
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 
 class Server(FakeGoogleServer):

@@ -1,7 +1,7 @@
 """Issue 23 under Docker: an import started from the page API whose runner container is killed (`docker kill`,
 SIGKILL) mid-run is reported by /api/status as stopped unexpectedly by the first status answer after the engine
 sees the container gone (the row itself still says `running`: the field is derived), and Resume through the API
-completes it with exact counts. The stack is test_docker_stack.py's."""
+completes it with exact counts. The stack is tests/docker/stack.py's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.docker.dockerenv import container_state, docker, ensure_image, paused, wait_for
-from tests.docker.test_docker_stack import Stack, _running
+from tests.docker.stack import Stack, running
 from tests.support.browser import ARTIFACTS
 from tests.support.factories import generate_messages, write_mbox
 
@@ -26,7 +26,7 @@ MESSAGES = 60_000
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
     ensure_image()
-    yield from _running(Stack(tmp_path))
+    yield from running(Stack(tmp_path))
 
 
 def test_a_killed_runner_is_stopped_unexpectedly_within_one_poll_and_resume_is_exact(stack: Stack) -> None:

@@ -36,7 +36,8 @@ from tests.docker.dockerenv import (
     wait_until_host_port_free,
 )
 from tests.docker.hostuser import HostUser, Session, fresh_copy, host_user
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.support.factories import generate_messages, write_mbox
 from tests.support.net import free_port

@@ -1,129 +1,28 @@
-"""A fake Google that the real google-api-python-client and google-auth-oauthlib talk to over HTTP.
+"""A fake Google that the real google-api-python-client and google-auth-oauthlib talk to over HTTP: its state and
+what it answers to each Gmail call (getProfile, messages.list/get, threads.get, history.list) and to the OAuth
+authorize and token endpoints, with the injected faults and per-user quota of google_faults.py applied.
 
-Speaks Gmail's wire format (getProfile, messages.list/get, threads.get, history.list, the batch endpoint, Google's
-JSON error envelope), the OAuth authorize and token endpoints, and enforces a per-user quota as a token bucket in
-units/s.
-Faults are injectable. Each response goes out in one write with TCP_NODELAY: a naive handler stalls keep-alive
-clients ~40 ms per request (Nagle plus delayed ACK), which would flatter clients opening a connection per call.
-
-Run it alone for manual trials: `python -m tests.fakes.google --port 8080 --messages 5000 --quota 250`.
+Gmail's wire format lives in google_wire.py; the HTTP server (and `python -m tests.fakes.google_server`, to run it
+alone) in google_server.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import itertools
 import json
 import random
-import socket
 import threading
 import time
-from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import urlencode
 
-from tests.fakes.mailbox import MIXES, FakeMessage, Mailbox
+from tests.fakes.google_faults import Faults, TokenBucket
+from tests.fakes.google_wire import error_body, rate_limited_body, render_message, render_thread
+from tests.fakes.mailbox import FakeMessage, Mailbox
 
 COSTS = {"profile": 1, "list": 5, "get": 5, "thread": 10, "history": 2}
 SCOPE = "https://www.googleapis.com/auth/gmail.metadata"
-_REASONS = {
-    200: "OK",
-    302: "Found",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    429: "Too Many Requests",
-}
-
-
-class BatchGate:
-    """Holds batch requests so a test can act while a scan is certainly mid-flight, whatever the machine's speed.
-
-    `hold_after(n)` lets `n` more batches through, then makes each later one wait, unanswered, until `release()`;
-    `holding()` says whether one is waiting now (the scan is inside a fetch, with more to come).
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._budget: int | None = None  # None: open
-        self._waiting = 0
-
-    def hold_after(self, batches: int) -> None:
-        with self._cond:
-            self._budget = batches
-
-    def release(self) -> None:
-        with self._cond:
-            self._budget = None
-            self._cond.notify_all()
-
-    def holding(self) -> bool:
-        with self._cond:
-            return self._waiting > 0
-
-    def pass_through(self) -> None:
-        """Called by each batch before it is answered."""
-        with self._cond:
-            if self._budget is None:
-                return
-            if self._budget > 0:
-                self._budget -= 1
-                return
-            self._waiting += 1
-            try:
-                self._cond.wait_for(lambda: self._budget is None)
-            finally:
-                self._waiting -= 1
-
-
-@dataclass(slots=True)
-class Faults:
-    """What to break. Rates are probabilities per Gmail call (each call inside a batch counts)."""
-
-    error_5xx_rate: float = 0.0
-    storm_429_rate: float = 0.0
-    retry_after_seconds: float | None = None  # add "Retry after <time>" to 429 messages
-    drop_batch_rate: float = 0.0  # close the connection without answering a batch
-    stall_seconds: float = 0.0  # with stall_rate: answer a batch only after this long (client timeouts)
-    stall_rate: float = 0.0
-    deleted: set[str] = field(default_factory=set)  # listed, but messages.get answers 404
-    always_fail: set[str] = field(default_factory=set)  # messages.get (and threads.get of its thread) answer 500
-    trashed: set[str] = field(default_factory=set)  # listed, but moved to Trash before it is fetched
-    history_expired: bool = False
-    consent: str = "approve"  # or "deny", "policy_enforced"
-    list_delay_seconds: float = 0.0
-    # When set, messages.list and history.list of the first mailbox wait for it (a run that lasts until released).
-    first_box_gate: threading.Event | None = None
-    next_429: int = 0  # the next N Gmail calls answer 429 whatever the quota
-    gate: BatchGate = field(default_factory=BatchGate)  # batches held until released
-
-
-class TokenBucket:
-    def __init__(self, rate: float, capacity: float) -> None:
-        self.rate = rate
-        self.capacity = capacity
-        self.tokens = capacity
-        self.stamp = time.monotonic()
-        self.lock = threading.Lock()
-
-    def take(self, units: int) -> bool:
-        with self.lock:
-            now = time.monotonic()
-            self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens >= units:
-                self.tokens -= units
-                return True
-            return False
-
-
-def error_body(code: int, message: str, reason: str, status: str) -> bytes:
-    error = {"code": code, "message": message, "errors": [{"message": message, "domain": "global", "reason": reason}]}
-    error["status"] = status
-    return json.dumps({"error": error}).encode()
 
 
 class FakeGoogle:
@@ -252,12 +151,7 @@ class FakeGoogle:
             or self.roll(self.faults.storm_429_rate)
             or (self.bucket is not None and not self.bucket.take(COSTS[name]))
         ):
-            message = "User-rate limit exceeded."
-            if self.faults.retry_after_seconds is not None:
-                until = time.time() + self.faults.retry_after_seconds
-                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(until)) + f".{int(until % 1 * 1000):03d}Z"
-                message += f"  Retry after {stamp}"
-            return 429, error_body(429, message, "rateLimitExceeded", "RESOURCE_EXHAUSTED")
+            return 429, rate_limited_body(self.faults.retry_after_seconds)
         if self.roll(self.faults.error_5xx_rate):
             code = self.rng.choice((500, 502, 503, 504))
             return code, error_body(code, "Backend Error", "backendError", "UNAVAILABLE")
@@ -401,251 +295,3 @@ class FakeGoogle:
             body = {"access_token": access, "expires_in": 3599, "scope": SCOPE, "token_type": "Bearer"}
             return 200, json.dumps(body).encode()
         return invalid
-
-
-def render_message(message: FakeMessage, query: dict[str, list[str]]) -> dict[str, Any]:
-    """`format=metadata` with `metadataHeaders`, trimmed by a `fields` mask of top-level names and payload/headers."""
-    wanted = {h.lower() for h in query.get("metadataHeaders", [])}
-    headers = [{"name": k, "value": v} for k, v in message.headers if not wanted or k.lower() in wanted]
-    full: dict[str, Any] = {
-        "id": message.gmail_id,
-        "threadId": message.thread_id,
-        "labelIds": list(message.label_ids),
-        "snippet": "",
-        "historyId": str(message.history_id),
-        "internalDate": str(message.internal_date_ms),
-        "sizeEstimate": message.size_estimate,
-        "payload": {"mimeType": "text/plain", "headers": headers},
-    }
-    return apply_mask(full, query.get("fields", [""])[0])
-
-
-def apply_mask(full: dict[str, Any], mask: str) -> dict[str, Any]:
-    """A `fields` mask of top-level names and `payload/headers` (what our client asks for)."""
-    if not mask:
-        return full
-    trimmed: dict[str, Any] = {}
-    for item in mask.split(","):
-        top, _, sub = item.strip().partition("/")
-        if top in full:
-            trimmed[top] = {sub: full[top][sub]} if sub and isinstance(full[top], dict) else full[top]
-    return trimmed
-
-
-def render_thread(thread_id: str, members: list[FakeMessage], query: dict[str, list[str]]) -> dict[str, Any]:
-    """`threads.get?format=metadata`, with a `fields` mask like `id,messages(id,labelIds,payload/headers)`."""
-    mask = query.get("fields", [""])[0]
-    top, inner = mask, ""
-    if "messages(" in mask:
-        head, _, rest = mask.partition("messages(")
-        inner, _, tail = rest.partition(")")
-        top = ",".join(p for p in (head.strip(","), "messages", tail.strip(",")) if p)
-    message_query = {**query, "fields": [inner]}
-    full: dict[str, Any] = {
-        "id": thread_id,
-        "historyId": str(max(m.history_id for m in members)),
-        "messages": [render_message(m, message_query) for m in members],
-    }
-    return apply_mask(full, top)
-
-
-def split_batch(body: bytes, content_type: str) -> list[tuple[str, bytes]]:
-    """(Content-ID, inner HTTP request) of each part of a multipart/mixed batch body."""
-    boundary = ""
-    for param in content_type.split(";")[1:]:
-        key, _, value = param.strip().partition("=")
-        if key.lower() == "boundary":
-            boundary = value.strip('"')
-    parts = []
-    for chunk in body.split(b"--" + boundary.encode())[1:]:
-        if chunk.startswith(b"--"):
-            break
-        chunk = chunk.replace(b"\r\n", b"\n").strip(b"\n")
-        head, _, inner = chunk.partition(b"\n\n")
-        content_id = ""
-        for line in head.split(b"\n"):
-            name, _, value = line.decode("latin-1").partition(":")
-            if name.strip().lower() == "content-id":
-                content_id = value.strip()
-        parts.append((content_id, inner))
-    return parts
-
-
-def parse_inner(inner: bytes) -> tuple[str, str, dict[str, list[str]], dict[str, str]]:
-    head = inner.partition(b"\n\n")[0].decode("latin-1")
-    lines = head.split("\n")
-    method, target, _ = lines[0].split(" ", 2)
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    split = urlsplit(target)
-    return method, split.path, parse_qs(split.query), headers
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: FakeGoogleServer
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.server.track(self.connection, add=True)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.track(self.connection, add=False)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def _send(
-        self, status: int, body: bytes, *, content_type: str = "application/json; charset=UTF-8", extra: str = ""
-    ) -> None:
-        head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: {content_type}\r\n"
-            f"Content-Length: {len(body)}\r\n{extra}\r\n"
-        )
-        self.wfile.write(head.encode("latin-1") + body)  # one write: no Nagle/delayed-ACK stall
-
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def do_GET(self) -> None:
-        google = self.server.google
-        split = urlsplit(self.path)
-        if split.path == "/_fake/stats":  # for benches running the fake in another process
-            with google.lock:
-                stats = dict(google.calls)
-            self._send(200, json.dumps(stats).encode())
-            return
-        if split.path == "/o/oauth2/auth":
-            query = {k: v[0] for k, v in parse_qs(split.query).items()}
-            self._send(302, b"", content_type="text/plain", extra=f"Location: {google.authorize(query)}\r\n")
-            return
-        status, body = google.gmail("GET", split.path, parse_qs(split.query), self.headers.get("Authorization"))
-        self._send(status, body)
-
-    def do_POST(self) -> None:
-        google = self.server.google
-        path = urlsplit(self.path).path
-        body = self._body()
-        if path == "/token":
-            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-            google.count("token")
-            status, answer = google.token(form)
-            self._send(status, answer)
-        elif path.startswith("/batch"):
-            self._batch(body)
-        else:
-            self._send(404, error_body(404, "Not Found", "notFound", "NOT_FOUND"))
-
-    def _batch(self, body: bytes) -> None:
-        google = self.server.google
-        google.count("batch")
-        faults = google.faults
-        if google.roll(faults.drop_batch_rate):
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        if google.roll(faults.stall_rate):
-            time.sleep(faults.stall_seconds)
-        faults.gate.pass_through()
-        boundary = f"batch_{google.rng.getrandbits(64):016x}"
-        out = []
-        for content_id, inner in split_batch(body, self.headers.get("Content-Type", "")):
-            method, path, query, headers = parse_inner(inner)
-            status, answer = google.gmail(method, path, query, headers.get("authorization"))
-            response_id = "<response-" + content_id.strip("<>") + ">"
-            out.append(
-                f"--{boundary}\r\nContent-Type: application/http\r\nContent-ID: {response_id}\r\n\r\n"
-                f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-                "Content-Type: application/json; charset=UTF-8\r\n"
-                f"Content-Length: {len(answer)}\r\n\r\n".encode()
-                + answer
-                + b"\r\n"
-            )
-        payload = b"".join(out) + f"--{boundary}--\r\n".encode()
-        self._send(200, payload, content_type=f"multipart/mixed; boundary={boundary}")
-
-
-class FakeGoogleServer(ThreadingHTTPServer):
-    """Threaded, on 127.0.0.1; `close()` stops serving and shuts every open connection."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, google: FakeGoogle, *, port: int = 0) -> None:
-        self.google = google
-        self._connections: set[socket.socket] = set()
-        self._conn_lock = threading.Lock()
-        super().__init__(("127.0.0.1", port), _Handler)
-        google.base_url = f"http://127.0.0.1:{self.server_address[1]}/"
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return self.google.base_url
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        # A client that timed out or was killed leaves a broken connection behind: expected, not news.
-        pass
-
-    def track(self, conn: socket.socket, *, add: bool) -> None:
-        with self._conn_lock:
-            (self._connections.add if add else self._connections.discard)(conn)
-
-    def start(self) -> FakeGoogleServer:
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self.shutdown()
-        self._thread.join()
-        with self._conn_lock:
-            for conn in list(self._connections):
-                with contextlib.suppress(OSError):
-                    conn.shutdown(socket.SHUT_RDWR)
-        self.server_close()
-
-    def __enter__(self) -> FakeGoogleServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="A fake Gmail API and OAuth server for manual trials and benches.")
-    parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--messages", type=int, default=5000)
-    parser.add_argument("--quota", type=float, default=None, help="units/s per user (default: unlimited)")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--mix", choices=sorted(MIXES), default="singles", help="conversation sizes")
-    parser.add_argument("--drift", action="store_true", help="senders' activity changes over the mailbox's life")
-    parser.add_argument("--write-credentials", type=Path, metavar="PATH", help="write a client-secret file here")
-    parser.add_argument("--write-tokens", type=Path, metavar="PATH", help="write a ready token cache here")
-    args = parser.parse_args()
-    google = FakeGoogle(
-        Mailbox.generate(args.messages, seed=args.seed, mix=MIXES[args.mix], drift=args.drift),
-        quota_units_per_sec=args.quota,
-    )
-    server = FakeGoogleServer(google, port=args.port)
-    if args.write_credentials:
-        args.write_credentials.write_text(json.dumps(google.client_config()))
-    if args.write_tokens:
-        args.write_tokens.write_text(json.dumps(google.authorized_user_info()))
-    print(f"fake Google on {server.base_url} with {args.messages} messages; Ctrl-C stops it", flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-
-
-if __name__ == "__main__":
-    main()

@@ -16,7 +16,8 @@ from ingester.gmail.fetcher import Fetcher
 from ingester.gmail.gmail import GmailClient
 from ingester.gmail.pacing import QuotaPacer, RetryPolicy
 from shared.errors import GmailApiError, GmailAuthError
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import Mailbox
 from tests.support.scan import file_mode
 

@@ -1,8 +1,10 @@
-"""Real scan processes killed, signalled and resumed; the consent flow driven like a browser would."""
+"""Real scan processes killed, signalled and resumed (mid-page, mid-conversation, mid-history); the consent flow
+driven like a browser would."""
 
 from __future__ import annotations
 
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -11,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakes.google_faults import TokenBucket
+from tests.fakes.mailbox import MAILING_LISTS, TYPICAL
 from tests.support.net import free_port
 from tests.support.scan import GoogleSetup, fake_google, file_mode, last_run, runs, sender_counts, wait_for
 
@@ -78,6 +82,83 @@ def test_sigterm_cancels_then_resume_survives_expired_page_tokens(tmp_path: Path
         assert (final["state"], final["outcome"], final["warnings_count"]) == ("done", "complete", 0)
         assert final["messages_new"] == sum(g.google.mailbox.expected_counts().values())
         assert sender_counts(g.db) == g.google.mailbox.expected_counts()
+
+
+@pytest.mark.slow
+def test_kill_9_mid_thread_then_resume_is_exact_and_excluded_counts_once(tmp_path: Path) -> None:
+    quota = "500"  # both sides, so the scan lasts long enough to be killed mid-page
+    with fake_google(tmp_path, 3000, quota=float(quota), mix=MAILING_LISTS) as g:
+        box = g.google.mailbox
+        listed = box.listed(include_spam_trash=False)
+        trashed = set(listed[::9])  # in every page and many threads: excluded when fetched
+        g.google.faults.trashed.update(trashed)
+        process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC=quota)
+
+        def midway() -> object:
+            run = last_run(g.db)
+            if run and run["resume_token"] and int(run["messages_new"]) >= 900:
+                return run
+            return None
+
+        try:
+            run = wait_for(midway, timeout=120, what="a resume token and 900 messages")
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        killed = runs(g.db)[-1]
+        assert killed["state"] == "running" and int(killed["messages_new"]) < len(listed) - len(trashed)
+        g.google.bucket = None
+        result = g.scan("--resume", str(run["run_id"]))  # type: ignore[index]
+        assert result.returncode == 0, result.stderr
+        final = runs(g.db)
+        assert len(final) == 1 and (final[0]["state"], final[0]["outcome"]) == ("done", "complete")
+        assert (final[0]["messages_seen"], final[0]["messages_new"], final[0]["messages_excluded"]) == (
+            len(listed),
+            len(listed) - len(trashed),
+            len(trashed),
+        )
+        expected = box.expected_counts()
+        for gmail_id in trashed:
+            expected[box.messages[gmail_id].sender_key] -= 1
+        assert sender_counts(g.db) == {k: v for k, v in expected.items() if v}
+        with sqlite3.connect(g.db) as conn:
+            assert conn.execute("SELECT count(*) FROM scan_settled").fetchone()[0] == 0
+        conn.close()
+
+
+@pytest.mark.slow
+def test_kill_9_mid_history_scan_then_resume_goes_on_from_its_page(tmp_path: Path) -> None:
+    quota = "500"
+    with fake_google(tmp_path, 300, mix=TYPICAL) as g:
+        assert g.scan().returncode == 0
+        box = g.google.mailbox
+        arrivals = box.add(3000)  # six pages of history, Spam and Trash included (the feed lists them)
+        g.google.bucket = TokenBucket(float(quota), float(quota))
+        process = g.popen(GMAIL_STATS_QUOTA_UNITS_PER_SEC=quota)
+
+        def midway() -> object:
+            run = last_run(g.db)
+            return run if run and int(str(run["messages_seen"])) >= 1000 else None
+
+        try:
+            run = wait_for(midway, timeout=120, what="two pages of history done")
+            process.kill()
+        finally:
+            process.communicate(timeout=60)
+        killed = runs(g.db)[-1]
+        assert killed["state"] == "running" and int(str(killed["messages_seen"])) < len(arrivals)
+        g.google.bucket = None
+        result = g.scan("--resume", str(run["run_id"]))  # type: ignore[index]
+        assert result.returncode == 0, result.stderr
+        final = runs(g.db)[-1]
+        excluded = sum(m.excluded for m in arrivals)
+        assert (final["state"], final["outcome"]) == ("done", "complete")
+        assert (final["messages_seen"], final["messages_new"], final["messages_excluded"]) == (
+            len(arrivals),
+            len(arrivals) - excluded,
+            excluded,
+        )
+        assert sender_counts(g.db) == box.expected_counts()
 
 
 def _consent_run(g: GoogleSetup, port: int, **env: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:

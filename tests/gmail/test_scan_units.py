@@ -16,7 +16,7 @@ from ingester.gmail.gmail_google import error_from_response, parse_retry_after
 from ingester.gmail.gmail_records import record_from_meta
 from ingester.gmail.pacing import QuotaPacer, RetryPolicy
 from ingester.settings import IngesterSettings
-from tests.fakes.google import error_body
+from tests.fakes.google_wire import error_body
 
 
 class FakeTime:

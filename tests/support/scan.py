@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import REPO_ROOT, ingester_env, run_cli
-from tests.fakes.google import FakeGoogle, FakeGoogleServer
+from tests.fakes.google import FakeGoogle
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.mailbox import SINGLES, ConversationMix, FakeMessage, Mailbox
 from tests.fakes.takeout import write_takeout
 from tests.support.importing import counts_of
