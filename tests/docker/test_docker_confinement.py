@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.docker.dockerenv import IMAGE, container_state, docker, ensure_image, wait_for
 from tests.docker.stack import Stack, running
 from tests.support.factories import generate_messages, write_mbox
@@ -21,7 +20,6 @@ from viewer.launch.container_spec import STACK_LABEL
 
 pytestmark = [
     pytest.mark.docker,
-    pytest.mark.skipif(not (REPO_ROOT / "viewer" / "app.py").exists(), reason="the viewer (issue 4) is not merged"),
 ]
 
 

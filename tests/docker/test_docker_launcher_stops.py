@@ -19,8 +19,11 @@ from tests.support.factories import GeneratedMessage, generate_messages
 from tests.support.importing import counts_of, query
 from viewer.launch.container_spec import STACK_LABEL
 from viewer.launch.launcher import LaunchError
+from viewer.settings import ViewerSettings
 
 pytestmark = pytest.mark.docker
+# The page's cancel waits as long as a viewer with default settings does (GMAIL_STATS_CANCEL_GRACE_SECONDS).
+GRACE_SECONDS: float = ViewerSettings.model_fields["cancel_grace_seconds"].default
 
 
 @pytest.fixture
@@ -45,7 +48,7 @@ def test_cancel_stops_the_run_and_resume_finishes_exactly(
     throttle(runners.imports[0])
     first = stack.wait_state(launched, "running")
     with paused(runners.imports[0]):  # signalled mid-run, handled at full speed (a quota starves the handler)
-        launcher.cancel(launched)
+        launcher.cancel(launched, grace_seconds=GRACE_SECONDS)
     run = stack.wait_state(launched, "cancelled", "done", timeout=15)  # within the 10 s grace, not killed
     assert (run.state, run.outcome) == ("cancelled", "partial")
     assert launcher.wait_for_exit(launched, timeout=15)
@@ -129,7 +132,7 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
     with paused(runners.imports[0]):  # still running after the launch's 10 s wait for an exiting runner
         with pytest.raises(LaunchError, match="all 1 import runners are busy"):
             after.launch(import_request(import_path="a.mbox"))
-        after.cancel(launched)
+        after.cancel(launched, grace_seconds=GRACE_SECONDS)
     assert stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
     assert after.wait_for_exit(launched, timeout=15)
     assert after.adopt() == []

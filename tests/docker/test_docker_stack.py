@@ -32,7 +32,6 @@ from tests.support.net import free_port
 
 pytestmark = [
     pytest.mark.docker,
-    pytest.mark.skipif(not (REPO_ROOT / "viewer" / "app.py").exists(), reason="the viewer (issue 4) is not merged"),
 ]
 
 

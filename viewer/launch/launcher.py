@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from shared.launch_request import LaunchRequest
-from viewer.settings import ViewerSettings
 
-# The settings own the grace period (GMAIL_STATS_CANCEL_GRACE_SECONDS); this name stays for runner_launcher's default.
-CANCEL_GRACE_SECONDS: float = ViewerSettings.model_fields["cancel_grace_seconds"].default
 LOG_TAIL_LINES = 200
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from shared.launch_request import LaunchRequest
 from viewer.launch.container_spec import OAUTH_CONTAINER_PORT, Runners, request_document, request_token, started_unix
 from viewer.launch.launch_docker import API_ERRORS, RUNNERS_FILE, DockerClient, connect, engine_hint, runner_state
-from viewer.launch.launcher import CANCEL_GRACE_SECONDS, LOG_TAIL_LINES, Launched, LaunchError
+from viewer.launch.launcher import LOG_TAIL_LINES, Launched, LaunchError
 
 # Every runner of a kind busy: one whose ingester has released its lock may be only exiting (interpreter shutdown),
 # so a launch waits this long for one to stop. It waits as long for the consent port (see `_PortHeld`).
@@ -139,7 +139,7 @@ class DockerLauncher:
             return False
         return state is not None and bool(state["Running"]) and state["StartedAt"] == started_at
 
-    def cancel(self, launched: Launched, *, grace_seconds: float = CANCEL_GRACE_SECONDS) -> None:
+    def cancel(self, launched: Launched, *, grace_seconds: float) -> None:
         # `_signal` checks the run is still this one each time: an ended one is never signalled.
         self._signal(launched, "SIGTERM")
         timer = threading.Timer(grace_seconds, self._signal, args=(launched, "SIGKILL"))
