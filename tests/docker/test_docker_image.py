@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.docker.dockerenv import docker, ensure_image
+from tests.docker.dockerenv import docker, ensure_image, python_image
 
 pytestmark = pytest.mark.docker
 
@@ -30,6 +30,9 @@ EXTENSIONS = (
     "sqlalchemy.cyextension.collections", "sqlalchemy.cyextension.immutabledict",
     "sqlalchemy.cyextension.processors", "sqlalchemy.cyextension.resultproxy", "sqlalchemy.cyextension.util",
 )  # fmt: skip
+# What the Dockerfile's TRIMMED lists remove from the base: stdlib parts by import name, files by glob.
+TRIMMED_MODULES = ("ensurepip", "lib2to3", "pydoc_data", "tkinter", "idlelib", "pip")
+TRIMMED_FILES = ("/usr/lib/*/gconv", "/usr/share/python-wheels", "/usr/local/bin/pip*")
 # The console scripts left in the venv's bin/ (fastapi's needs fastapi-cli, not installed; publicsuffixlist's
 # downloads), run as a user would.
 SCRIPTS = ("uvicorn", "dotenv", "normalizer", "idna", "google-oauthlib-tool")
@@ -85,6 +88,8 @@ print(json.dumps({
     "distributions_missing": missing,
     "unstripped": [f for f in files if f.endswith(".so") and {".symtab", ".debug_info"} & sections(f)],
     "strip": shutil.which("strip"),
+    "trimmed_found": [name for name in TRIMMED_MODULES if importlib.util.find_spec(name) is not None]
+    + [path for pattern in TRIMMED_FILES for path in glob.glob(pattern)],
 }))
 """
 
@@ -167,8 +172,18 @@ def in_image(*args: str, tests: bool = False, timeout: float = 180) -> subproces
     )  # fmt: skip
 
 
+def _layers(image: str) -> set[str]:
+    return set(docker("image", "inspect", "--format", '{{join .RootFS.Layers " "}}', image).stdout.split())
+
+
 def _inspect_script() -> str:
-    names = {"EXTENSIONS": EXTENSIONS, "PRUNED_MODULES": PRUNED_MODULES, "PRUNED_DISTRIBUTIONS": PRUNED_DISTRIBUTIONS}
+    names = {
+        "EXTENSIONS": EXTENSIONS,
+        "PRUNED_MODULES": PRUNED_MODULES,
+        "PRUNED_DISTRIBUTIONS": PRUNED_DISTRIBUTIONS,
+        "TRIMMED_MODULES": TRIMMED_MODULES,
+        "TRIMMED_FILES": TRIMMED_FILES,
+    }
     return "".join(f"{name} = {values!r}\n" for name, values in names.items()) + _INSPECT
 
 
@@ -187,6 +202,9 @@ def test_every_module_imports_from_sourceless_bytecode_without_the_pruned_packag
     assert found["distributions_missing"] == list(PRUNED_DISTRIBUTIONS)
     assert found["unstripped"] == []
     assert found["strip"] is None, "binutils belongs to the build stage only"
+    assert found["trimmed_found"] == []
+    # None of the base's layers: what the runtime stage deleted from the base is gone, not hidden under a later layer.
+    assert not _layers(image) & _layers(python_image())
 
 
 def test_the_entry_points_and_the_venv_scripts_start() -> None:
