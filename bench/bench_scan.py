@@ -31,7 +31,7 @@ from bench.readme import replace_between_markers
 from ingester.gmail.auth import GoogleAccess
 from ingester.gmail.scan import run_scan
 from ingester.gmail.scan_types import ScanRequest, ScanTuning
-from ingester.runs.lifecycle import RunResult
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import QuietReporter
 from ingester.runs.session import ingest_session
 from ingester.settings import IngesterSettings

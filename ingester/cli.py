@@ -19,7 +19,7 @@ from ingester.mbox.importer import ImportRequest, check_mbox_path, run_import
 from ingester.parser import build_parser
 from ingester.read_commands import choice_from_args, export_text, runs_text, write_atomically
 from ingester.runs import run_request
-from ingester.runs.lifecycle import RunResult
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import make_reporter
 from ingester.runs.session import ingest_session
 from ingester.runs.signals import cancel_on_signals

@@ -26,7 +26,8 @@ from ingester.gmail.scan_store import (
     mark_backfilled,
 )
 from ingester.gmail.scan_types import ScanTuning
-from ingester.runs.lifecycle import ResumeHint, RunLifecycle, RunResult
+from ingester.runs.lifecycle import ResumeHint, RunLifecycle
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import Reporter
 from shared.schema.models import Source
 from shared.timeutil import Clock

@@ -38,7 +38,8 @@ from ingester.gmail.scan_store import (
     set_sync_state,
 )
 from ingester.gmail.scan_types import ScanRequest, ScanTuning
-from ingester.runs.lifecycle import ResumeHint, RunLifecycle, RunResult
+from ingester.runs.lifecycle import ResumeHint, RunLifecycle
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import Reporter
 from shared.account_store import is_address
 from shared.accounts import GMAIL_ADDRESS_KEY

@@ -1,4 +1,4 @@
-"""The scan's values: what to do (`ScanRequest`, `ScanTuning`), what happened is a `lifecycle.RunResult`."""
+"""The scan's values: what to do (`ScanRequest`, `ScanTuning`), what happened is an `outcome.RunResult`."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ from ingester.mbox.lengths import length_cuts
 from ingester.mbox.parse_pool import Ticker, parse_in_order
 from ingester.mbox.segments import READ_BYTES, SEGMENT_BYTES, plan_segments
 from ingester.records import MailRecord
-from ingester.runs.lifecycle import ResumeHint, RunCancelled, RunLifecycle, RunResult, Tally
+from ingester.runs.lifecycle import ResumeHint, RunCancelled, RunLifecycle, Tally
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import Reporter
 from ingester.store.store_guard import count_batch_guarded
 from shared.errors import InputFileError, RunNotFoundError

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ingester.mbox.importer import ImportRequest, run_import
-from ingester.runs.lifecycle import RunResult
+from ingester.runs.outcome import RunResult
 from ingester.runs.report import QuietReporter
 from ingester.runs.session import ingest_session
 from shared.db import reader_engine
