@@ -13,7 +13,6 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
-from shared.sender_list import SenderListRow
 from shared.summary import all_senders
 from viewer.errors import ApiError
 from viewer.query import filter_match, rollup_queries, sender_queries
@@ -65,10 +64,6 @@ def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tup
     return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_set(conn, exclude))
 
 
-def _row_out(row: SenderListRow) -> SenderRowOut:
-    return SenderRowOut(**asdict(row))
-
-
 @router.get("/senders", response_model=SendersOut)
 async def senders(
     state: StateDep,
@@ -99,10 +94,10 @@ async def senders(
             total=counted.total,
             total_exact=counted.exact,
             matched_messages=counted.messages,
-            senders=[_row_out(s) for s in found],
+            senders=[SenderRowOut(**asdict(s)) for s in found],
             total_messages=totals.messages - hidden.messages,
             total_senders=totals.senders - hidden.senders,
-            top_sender=_row_out(top) if top is not None else None,
+            top_sender=SenderRowOut(**asdict(top)) if top is not None else None,
             generated_at_unix=now,
         )
 
