@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
-from shared.summary import all_senders
+from shared.summary import SenderRow, all_senders, summary_document
 from viewer.errors import ApiError
 from viewer.query import filter_match, rollup_queries, sender_queries
 from viewer.query.cache import SnapshotCache, weight
@@ -32,7 +32,6 @@ from viewer.web.schemas import (
     HiddenBody,
     HiddenOut,
     MonthOut,
-    SenderOut,
     SenderRowOut,
     SendersOut,
     SummaryOut,
@@ -48,15 +47,15 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 
 @router.get("/summary")
 def summary(state: StateDep, response: Response) -> SummaryOut:
-    database, now = state.database, int(state.clock())
-    senders: list[SenderOut] = []
-    with database.read_snapshot() as read:
+    senders: list[SenderRow] = []
+    with state.database.read_snapshot() as read:
         if read is not None:
             conn, snap = read
             response.headers.update(generation_headers(snap.generation))
-            if snap.state is DbState.READY:  # built inside the block: an unreadable row is a 503
-                senders = [SenderOut(**asdict(s)) for s in all_senders(conn)]
-    return SummaryOut(total_messages=sum(s.mails_sent for s in senders), senders=senders, generated_at_unix=now)
+            if snap.state is DbState.READY:
+                senders = all_senders(conn)
+        # The document `gmail-stats export` writes, built inside the block: an unreadable row is a 503.
+        return SummaryOut(**summary_document(senders, now=state.clock()))
 
 
 def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
