@@ -13,8 +13,7 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 
 from shared.errors import ErrorKind
-from shared.sender_list import SenderListRow
-from shared.summary import all_senders
+from shared.summary import SenderRow, all_senders, summary_document
 from viewer.errors import ApiError
 from viewer.query import filter_match, rollup_queries, sender_queries
 from viewer.query.cache import SnapshotCache, weight
@@ -33,7 +32,6 @@ from viewer.web.schemas import (
     HiddenBody,
     HiddenOut,
     MonthOut,
-    SenderOut,
     SenderRowOut,
     SendersOut,
     SummaryOut,
@@ -49,24 +47,20 @@ Limit = Annotated[int, Query(ge=1, le=500)]
 
 @router.get("/summary")
 def summary(state: StateDep, response: Response) -> SummaryOut:
-    database, now = state.database, int(state.clock())
-    senders: list[SenderOut] = []
-    with database.read_snapshot() as read:
+    senders: list[SenderRow] = []
+    with state.database.read_snapshot() as read:
         if read is not None:
             conn, snap = read
             response.headers.update(generation_headers(snap.generation))
-            if snap.state is DbState.READY:  # built inside the block: an unreadable row is a 503
-                senders = [SenderOut(**asdict(s)) for s in all_senders(conn)]
-    return SummaryOut(total_messages=sum(s.mails_sent for s in senders), senders=senders, generated_at_unix=now)
+            if snap.state is DbState.READY:
+                senders = all_senders(conn)
+        # The document `gmail-stats export` writes, built inside the block: an unreadable row is a 503.
+        return SummaryOut(**summary_document(senders, now=state.clock()))
 
 
 def _hidden(cache: SnapshotCache, snap: Snapshot, conn: Connection, exclude: tuple[str, ...]) -> HiddenSet:
     """The hidden senders that exist and their sums, once per set and generation (every route subtracts them)."""
     return cache.get(snap.generation, ("hidden", exclude), lambda: hidden_set(conn, exclude))
-
-
-def _row_out(row: SenderListRow) -> SenderRowOut:
-    return SenderRowOut(**asdict(row))
 
 
 @router.get("/senders", response_model=SendersOut)
@@ -99,10 +93,10 @@ async def senders(
             total=counted.total,
             total_exact=counted.exact,
             matched_messages=counted.messages,
-            senders=[_row_out(s) for s in found],
+            senders=[SenderRowOut(**asdict(s)) for s in found],
             total_messages=totals.messages - hidden.messages,
             total_senders=totals.senders - hidden.senders,
-            top_sender=_row_out(top) if top is not None else None,
+            top_sender=SenderRowOut(**asdict(top)) if top is not None else None,
             generated_at_unix=now,
         )
 

@@ -16,11 +16,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection
 
 from shared.lock import is_lock_held
 from shared.sampling.estimator import Estimate, Interval, estimate_groups
 from shared.sampling.sample_reads import Grouping, SampleState, read_sample, read_sample_state
+from shared.schema.models import OPEN_STATES
 from shared.text.csv_cells import neutralise_row
 from viewer.query.database import Database
 from viewer.query.queries import DbState
@@ -70,8 +70,6 @@ class EstimatesOut(BaseModel):
 
 By = Annotated[Grouping, Query(description="estimate per sender or per domain")]
 Limit = Annotated[int, Query(ge=1, le=100_000)]
-# While the run is open the sample grows; a run that ended early keeps what it had, and says so.
-OPEN_RUN_STATES = ("running", "awaiting_auth")
 CSV_COLUMNS = (
     "key",
     "estimated_rank",
@@ -87,13 +85,9 @@ CSV_COLUMNS = (
 )
 
 
-def _has_sample_tables(conn: Connection) -> bool:
-    sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('scan_sample', 'scan_listed')"
-    return int(conn.exec_driver_sql(sql).scalar_one()) == 2
-
-
 def _phase(state: SampleState, *, lock_held: bool) -> Literal["listing", "sampling", "stopped"]:
-    if state.run_state not in OPEN_RUN_STATES or not lock_held:
+    """While the run is open the sample grows; a run that ended early keeps what it had, and says so."""
+    if state.run_state not in OPEN_STATES or not lock_held:
         # Cancelled, failed, abandoned, or killed (its row still open, no ingester holding the lock): the
         # estimates stand, marked as those of a partial sample.
         return "stopped"
@@ -132,8 +126,8 @@ def _answer(database: Database, by: Grouping) -> tuple[SampleState | None, list[
         if read is None:
             return None, []
         conn, snap = read
-        ready = snap.state is DbState.READY and _has_sample_tables(conn)
-        state = read_sample_state(conn) if ready else None
+        # A ready schema is the latest, whose step 9 made the sample tables.
+        state = read_sample_state(conn) if snap.state is DbState.READY else None
         if state is None:
             return None, []
         sample, groups = read_sample(conn, state, grouping=by)

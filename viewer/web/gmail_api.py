@@ -24,6 +24,7 @@ from viewer.query.hidden import ID_PATTERN
 from viewer.query.queries import DbState
 from viewer.query.sender_queries import SortKey, SortOrder, iter_senders
 from viewer.web.deps import FilterDep, StateDep
+from viewer.web.export import download
 from viewer.web.schemas import GmailLinkOut, GmailLinksOut
 
 router = APIRouter(prefix="/api/gmail")
@@ -88,11 +89,7 @@ def gmail_links(
     )
 
 
-@router.get(
-    "/filters.xml",
-    response_class=Response,
-    responses={200: {"content": {"application/xml": {"schema": {"type": "string"}}}, "description": "filters"}},
-)
+@router.get("/filters.xml", response_class=Response, responses=download("application/xml", "filters"))
 def gmail_filters(
     state: StateDep,
     f: FilterDep,

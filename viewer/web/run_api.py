@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
+from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
 from shared.accounts import DEFAULT_ACCOUNT
@@ -156,19 +157,17 @@ def _status(state: ViewerState, facts: _RunFacts, *, lock_held: bool) -> bytes:
 
 @router.get("/runs")
 def runs(state: StateDep, response: Response, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> RunsOut:
-    database, control = state.database, state.control
-    out: list[RunOut] = []
+    control = state.control
     lock_held = is_lock_held(control.settings.db)
-    if database.exists():
-        with database.connect() as conn:
-            if database.schema_ready(conn):
-                response.headers.update(generation_headers(queries.generation(conn)))
-                unfetched = unfetched_by_run(conn)
-                out = [
-                    _run_out(run, control, lock_held=lock_held, unfetched=unfetched)
-                    for run in list_runs(conn, limit=limit)
-                ]
-    return RunsOut(runs=out, now_unix=int(state.clock()))
+
+    def read(conn: Connection) -> list[RunOut]:
+        response.headers.update(generation_headers(queries.generation(conn)))
+        unfetched = unfetched_by_run(conn)
+        return [
+            _run_out(run, control, lock_held=lock_held, unfetched=unfetched) for run in list_runs(conn, limit=limit)
+        ]
+
+    return RunsOut(runs=state.database.read_ready(read) or [], now_unix=int(state.clock()))
 
 
 @router.get("/imports")
