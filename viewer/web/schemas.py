@@ -8,8 +8,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.dataclasses import dataclass
 
+from shared.summary import SenderRow
 from viewer.query.hidden import MAX_HIDDEN
+from viewer.query.rollup_queries import DomainRow, MonthCount
 
 # SQLite integers are signed 64-bit: anything larger cannot name a row and must not reach the driver.
 MAX_ID = 2**63 - 1
@@ -61,17 +64,14 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-class SenderOut(_Out):
-    sender: str
-    display_name: str
-    mails_sent: int
-    first_seen_unix: int | None
-    last_seen_unix: int | None
-    bytes: int
-    unread: int
-    list_unsubscribe: int
+# A row a query returns as it is: a pydantic dataclass derived from the query's, so its part of the contract cannot
+# drift from what the route sends. A field declared again only adds its description; it keeps its place.
+@dataclass(frozen=True)
+class SenderOut(SenderRow):
+    pass
 
 
+@dataclass(frozen=True)
 class SenderRowOut(SenderOut):
     """A row of `/api/senders`: the summary columns plus what the page acts on (links only, never fetched)."""
 
@@ -106,17 +106,9 @@ class SendersOut(_Out):
     generated_at_unix: int
 
 
-class DomainOut(_Out):
-    domain: str
-    senders: int
-    mails_sent: int
-    bytes: int
-    unread: int
-    unread_ratio: float
-    list_unsubscribe: int = Field(description="messages that carried a List-Unsubscribe header")
-    first_seen_unix: int | None
-    last_seen_unix: int | None
-    gmail_url: str
+@dataclass(frozen=True)
+class DomainOut(DomainRow):
+    list_unsubscribe: Annotated[int, Field(description="messages that carried a List-Unsubscribe header")]
 
 
 class DomainsOut(_Out):
@@ -128,10 +120,9 @@ class DomainsOut(_Out):
     generated_at_unix: int
 
 
-class MonthOut(_Out):
-    month: str = Field(description="UTC calendar month, YYYY-MM; months without mail in between are zeros")
-    messages: int
-    bytes: int
+@dataclass(frozen=True)
+class MonthOut(MonthCount):
+    month: Annotated[str, Field(description="UTC calendar month, YYYY-MM; months without mail in between are zeros")]
 
 
 class VolumeOut(_Out):
