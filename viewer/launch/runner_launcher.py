@@ -176,14 +176,11 @@ class DockerLauncher:
         them."""
         adopted = []
         for _, _, name in self._runners.slots():
-            with suppress(*API_ERRORS):
+            with suppress(*API_ERRORS, OSError):  # the engine, or the request file, unreadable: not adopted
                 state = runner_state(self._client, name)
                 if state is None or not state["Running"]:
                     continue
-                try:
-                    token = request_token(self._runners.request_path(name).read_bytes())
-                except OSError:
-                    token = None
+                token = request_token(self._runners.request_path(name).read_bytes())
                 if token is not None:
                     adopted.append(Launched(handle=f"{name}@{state['StartedAt']}", launch_token=token))
         return adopted
