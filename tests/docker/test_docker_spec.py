@@ -209,7 +209,7 @@ def test_runners_round_trip_and_a_missing_scan_runner_says_why() -> None:
     runners = Runners(("s-import-runner", "s-import-runner-2"), (), problem="no secrets folder")
     assert Runners.from_json(runners.to_json()) == runners
     assert runners.names_for(LaunchCommand.IMPORT) == ("s-import-runner", "s-import-runner-2")
-    assert runners.request_path("s-import-runner-2") == "/requests/import-2.json"
+    assert str(runners.request_path("s-import-runner-2")) == "/requests/import-2.json"
     with pytest.raises(LaunchError, match="no secrets folder"):
         runners.names_for(LaunchCommand.SCAN)
 
@@ -226,7 +226,7 @@ def test_a_pool_has_one_request_file_and_name_per_runner_and_only_its_first_scan
     assert (second.mounts, second.network, second.environment) == (first.mounts, first.network, first.environment)
     assert runner_spec(STACK, LaunchCommand.IMPORT, environment={}, slot=3).command == ("run-request", "import", "3")
     runners = Runners(("a-import-runner", "a-import-runner-2"), ("a-scan-runner", "a-scan-runner-2"))
-    assert [runners.request_path(name) for _, _, name in runners.slots()] == [
+    assert [str(runners.request_path(name)) for _, _, name in runners.slots()] == [
         "/requests/import.json",
         "/requests/import-2.json",
         "/requests/scan.json",

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from shared.accounts import DEFAULT_ACCOUNT, Refresh
@@ -193,10 +193,10 @@ class Runners:
             for slot, name in enumerate(names, start=1)
         ]
 
-    def request_path(self, name: str) -> str:
+    def request_path(self, name: str) -> Path:
         """Where the runner `name` reads its request (`ingester.runs.run_request` reads the same name)."""
         ((command, slot),) = [(c, s) for c, s, n in self.slots() if n == name]
-        return str(PurePosixPath(self.requests_dir) / f"{command}{_suffix(slot)}.json")
+        return Path(self.requests_dir) / f"{command}{_suffix(slot)}.json"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

@@ -84,19 +84,17 @@ def provision_runners(
     """Creates (not starts) the stack's pools of import and scan runners, replacing stopped ones so they match this
     image; a running one is left alone for the web process to own again. The scan runners are skipped when their
     secrets folder is missing: imports never need it."""
-    pools: dict[LaunchCommand, tuple[str, ...]] = {}
-    problem = None
-    for command in (LaunchCommand.IMPORT, LaunchCommand.SCAN):
-        try:
-            pools[command] = tuple(
-                _create_runner(client, runner_spec(stack, command, environment=environment, slot=slot))
-                for slot in range(1, per_kind + 1)
-            )
-        except LaunchError as exc:
-            if command is LaunchCommand.IMPORT:
-                raise
-            pools[command], problem = (), f"{exc} ({exc.hint})"
-    return Runners(pools[LaunchCommand.IMPORT], pools[LaunchCommand.SCAN], requests_dir=requests_dir, problem=problem)
+
+    def pool(command: LaunchCommand) -> tuple[str, ...]:
+        specs = (runner_spec(stack, command, environment=environment, slot=slot) for slot in range(1, per_kind + 1))
+        return tuple(_create_runner(client, spec) for spec in specs)
+
+    imports = pool(LaunchCommand.IMPORT)
+    try:
+        scans, problem = pool(LaunchCommand.SCAN), None
+    except LaunchError as exc:
+        scans, problem = (), f"{exc} ({exc.hint})"
+    return Runners(imports, scans, requests_dir=requests_dir, problem=problem)
 
 
 def provision_own_stack(client: DockerClient) -> Runners:

@@ -57,24 +57,22 @@ class ProcessLauncher:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.ingest_command = list(ingest_command)
-        self.db_path = db_path.absolute()
         self.import_dir = import_dir
         inherited = os.environ if environ is None else environ
-        self.environ = {k: v for k, v in inherited.items() if k in _INHERITED or k.startswith(("GMAIL_STATS_", "LC_"))}
+        self.environ = {
+            **{k: v for k, v in inherited.items() if k in _INHERITED or k.startswith(("GMAIL_STATS_", "LC_"))},
+            "GMAIL_STATS_DB": str(db_path.absolute()),
+            # The account is the request's `--account` alone, never one the viewer's own environment names.
+            "GMAIL_STATS_ACCOUNT": "",
+            "PYTHONUNBUFFERED": "1",
+        }
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
         self._log_dir = Path(tempfile.mkdtemp(prefix="gmail-stats-viewer-"))
 
     def launch(self, request: LaunchRequest) -> Launched:
         argv = build_argv(self.ingest_command, request, import_dir=self.import_dir)
-        env = {
-            **self.environ,
-            "GMAIL_STATS_DB": str(self.db_path),
-            # The account is the request's `--account` alone, never one the viewer's own environment names.
-            "GMAIL_STATS_ACCOUNT": "",
-            "GMAIL_STATS_LAUNCH_TOKEN": request.launch_token,
-            "PYTHONUNBUFFERED": "1",
-        }
+        env = {**self.environ, "GMAIL_STATS_LAUNCH_TOKEN": request.launch_token}
         try:
             with self._log_path(request.launch_token).open("wb") as log:
                 process = subprocess.Popen(

@@ -79,9 +79,6 @@ class DockerLauncher:
             )
         return name, OAUTH_CONTAINER_PORT
 
-    def _request_path(self, name: str) -> Path:
-        return Path(self._runners.request_path(name))
-
     def launch(self, request: LaunchRequest) -> Launched:
         names = self._runners.names_for(request.command)
         # An attended scan takes the first free runner (the one publishing the consent port), a refresh the last.
@@ -117,13 +114,13 @@ class DockerLauncher:
                 if not free:
                     return None
                 name = free[0]
-                _write_atomically(self._request_path(name), request_document(request, now=time.time()))
+                _write_atomically(self._runners.request_path(name), request_document(request, now=time.time()))
                 self._client.api.start(name)
                 started = runner_state(self._client, name)
             except API_ERRORS as exc:
                 if name is None:
                     raise LaunchError(f"cannot inspect the runners: {exc}", hint=engine_hint(exc)) from exc
-                self._request_path(name).unlink(missing_ok=True)
+                self._runners.request_path(name).unlink(missing_ok=True)
                 error = _PortHeld if "port is already allocated" in str(exc) else LaunchError
                 raise error(f"cannot start the runner {name}: {exc}", hint=engine_hint(exc)) from exc
             except OSError as exc:
@@ -179,14 +176,11 @@ class DockerLauncher:
         them."""
         adopted = []
         for _, _, name in self._runners.slots():
-            with suppress(*API_ERRORS):
+            with suppress(*API_ERRORS, OSError):  # the engine, or the request file, unreadable: not adopted
                 state = runner_state(self._client, name)
                 if state is None or not state["Running"]:
                     continue
-                try:
-                    token = request_token(self._request_path(name).read_bytes())
-                except OSError:
-                    token = None
+                token = request_token(self._runners.request_path(name).read_bytes())
                 if token is not None:
                     adopted.append(Launched(handle=f"{name}@{state['StartedAt']}", launch_token=token))
         return adopted
@@ -202,7 +196,7 @@ class DockerLauncher:
                 handle = f"{name}@{state['StartedAt']}"
                 if handle not in self._finished_logs and state["StartedAt"] != "0001-01-01T00:00:00Z":
                     self._finished_logs[handle] = self._logs(name, state["StartedAt"], LOG_TAIL_LINES)
-                self._request_path(name).unlink(missing_ok=True)
+                self._runners.request_path(name).unlink(missing_ok=True)
 
     def wait_for_exit(self, launched: Launched, *, timeout: float) -> bool:
         """Polls until the run's container has stopped (for tests and benchmarks); True if it did within `timeout`."""

@@ -40,7 +40,7 @@ class Snapshot:
 class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
-        # Strictly read-only first; the plain `mode=ro` engine only when the sidecars are missing (see `connect`).
+        # Strictly read-only first; the plain `mode=ro` engine only when the sidecars are missing (see `_open`).
         self.engine: Engine = reader_engine(path, readonly_shm=True)
         self.fallback_engine: Engine = reader_engine(path)
         self.cache = SnapshotCache()
@@ -123,13 +123,9 @@ class Database:
             yield None
             return
         with self.connect() as conn:
-            yield conn, self.require_ready(conn)
-
-    def require_ready(self, conn: Connection) -> Snapshot:
-        """The snapshot of a readable database; a too-new schema is a 503 the page explains."""
-        snap = self.snapshot(conn)
-        if snap.state is DbState.TOO_NEW:
-            raise ApiError(
-                503, ErrorKind.DB_TOO_NEW, "the database was written by a newer gmail-stats; upgrade the viewer"
-            )
-        return snap
+            snap = self.snapshot(conn)
+            if snap.state is DbState.TOO_NEW:
+                raise ApiError(
+                    503, ErrorKind.DB_TOO_NEW, "the database was written by a newer gmail-stats; upgrade the viewer"
+                )
+            yield conn, snap
