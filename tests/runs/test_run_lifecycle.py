@@ -12,7 +12,8 @@ from sqlalchemy.exc import ProgrammingError
 
 from ingester.records import MailRecord
 from ingester.runs.heartbeat import Heartbeat
-from ingester.runs.lifecycle import RunLifecycle, refuse_resume
+from ingester.runs.lifecycle import RunLifecycle
+from ingester.runs.outcome import refuse_resume
 from ingester.runs.report import QuietReporter
 from ingester.store.store import count_batch
 from shared.errors import RunNotFoundError
@@ -152,7 +153,7 @@ def test_unknown_run_is_refused() -> None:
 
 
 def test_every_source_has_a_summary(tmp_path: Path) -> None:
-    from ingester.runs.lifecycle import RunResult
+    from ingester.runs.outcome import RunResult
 
     for source in Source:
         result = RunResult(3, source, RunState.DONE, RunOutcome.COMPLETE, 5, 4, 1, 0, "cmd")
@@ -169,7 +170,7 @@ def test_every_source_has_a_summary(tmp_path: Path) -> None:
 )
 def test_a_scan_summary_never_reads_as_more_than_it_says(state: RunState, seen: int, new: int, expected: str) -> None:
     """The page says "nothing counted" too; a thread fetched whole settles messages not listed yet."""
-    from ingester.runs.lifecycle import RunResult
+    from ingester.runs.outcome import RunResult
 
     result = RunResult(3, Source.GMAIL_API, state, RunOutcome.PARTIAL, seen, new, 0, 0, "cmd")
     assert result.summary().startswith(expected)
