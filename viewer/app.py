@@ -106,8 +106,7 @@ def create_app(
         finally:
             refresher.stop()
             for state in accounts.built():
-                state.database.engine.dispose()
-                state.database.fallback_engine.dispose()
+                state.database.close()
             chosen.close()
 
     app = FastAPI(

@@ -45,6 +45,11 @@ class Database:
         self.fallback_engine: Engine = reader_engine(path)
         self.cache = SnapshotCache()
 
+    def close(self) -> None:
+        """Closes both engines' pooled connections (the app's shutdown)."""
+        self.engine.dispose()
+        self.fallback_engine.dispose()
+
     def exists(self) -> bool:
         return self.path.is_file()
 

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, func, not_, select
 
+from shared.errors import ErrorKind
 from shared.schema.models import sender_months, senders
+from viewer.errors import ApiError
 from viewer.query.sql_lists import in_values
 
 MAX_SETS = 8  # a few tabs and browsers at once; an evicted set is simply sent again
@@ -62,6 +64,13 @@ class HiddenSets:
             if members is not None:
                 self._sets.move_to_end(key)
             return members
+
+    def require(self, key: str, *, what: str) -> tuple[str, ...]:
+        """The set's members, or the 409 `hidden_unknown` that makes the page send the set `what` again."""
+        members = self.get(key)
+        if members is None:
+            raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, f"this viewer does not hold that {what}; send it again")
+        return members
 
 
 @dataclass(frozen=True, slots=True, eq=False)

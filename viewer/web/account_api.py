@@ -54,7 +54,7 @@ def _account_out(state: ViewerState) -> AccountOut:
     database, db = state.database, DbState.MISSING
     if database.exists():
         with database.connect() as conn:
-            db = database.snapshot(conn).state
+            db = database.snapshot(conn, with_totals=False).state
     fresh = database.read_ready(freshness)  # None while the database is missing
     return AccountOut(
         name=state.account,

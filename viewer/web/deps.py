@@ -145,9 +145,7 @@ async def _sender_filter(
 ) -> SenderFilter:
     excluded = normalise(exclude)
     if hidden is not None:
-        members = state.hidden.get(hidden)
-        if members is None:
-            raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that hidden set; send it again")
+        members = state.hidden.require(hidden, what="hidden set")
         excluded = normalise((*excluded, *members)) if excluded else members
     return SenderFilter(
         q=q.replace("\x00", "").strip(),  # FTS5 refuses a NUL inside a phrase; no address or name holds one

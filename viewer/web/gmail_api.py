@@ -40,10 +40,7 @@ Address = Annotated[
 
 def _senders(state: StateDep, selected: str | None, f: SenderFilter) -> Iterator[str]:
     if selected is not None:
-        members = state.hidden.get(selected)
-        if members is None:
-            raise ApiError(409, ErrorKind.HIDDEN_UNKNOWN, "this viewer does not hold that sender set; send it again")
-        yield from members
+        yield from state.hidden.require(selected, what="sender set")
         return
     with state.database.read_snapshot() as read:
         if read is not None and read[1].state is DbState.READY:
