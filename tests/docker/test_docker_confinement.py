@@ -8,25 +8,17 @@ Each test brings up a project of its own (tests/docker/stack.py) and takes it do
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.docker.dockerenv import IMAGE, container_state, docker, ensure_image, wait_for
-from tests.docker.stack import Stack, running
+from tests.docker.dockerenv import IMAGE, container_state, docker, wait_for
+from tests.docker.stack import Stack
 from tests.support.factories import generate_messages, write_mbox
 from viewer.launch.container_spec import STACK_LABEL
 
 pytestmark = [
     pytest.mark.docker,
 ]
-
-
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    ensure_image()
-    yield from running(Stack(tmp_path))
 
 
 def test_onboarding_status_and_a_viewer_that_cannot_write_data(stack: Stack) -> None:

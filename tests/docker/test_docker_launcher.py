@@ -3,7 +3,7 @@ database, the scan runners and the OAuth callback port, a refused path, spent re
 
 Each test provisions runners of its own (tests/docker/stack.py's `RunnerStack`). The launcher talks to the engine
 directly here (test_docker_confinement.py tests the API filter in front of it); stopping runs is in
-test_docker_launcher_stops.py.
+test_docker_stops.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from tests.docker.dockerenv import (
     writable_dir,
 )
 from tests.docker.stack import RunnerStack, import_request
-from tests.support.factories import GeneratedMessage, generate_messages
+from tests.support.factories import GeneratedMessage
 from tests.support.importing import counts_of, query
 from viewer.launch.container_spec import STACK_LABEL, DockerStack
 from viewer.launch.launch_docker import connect, provision_runners
@@ -38,35 +37,23 @@ from viewer.launch.runner_launcher import DockerLauncher
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator[RunnerStack]:
-    made = RunnerStack(tmp_path, ensure_image())
-    yield made
-    made.close()
-
-
-@pytest.fixture(scope="module")
-def mbox_messages() -> list[GeneratedMessage]:
-    return list(generate_messages(count=6000, body_bytes=1500, senders=300, spam_every=40))
-
-
 def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spent(
-    stack: RunnerStack, mbox_messages: list[GeneratedMessage]
+    runner_stack: RunnerStack, mbox_messages: list[GeneratedMessage]
 ) -> None:
-    expected = stack.write("Takeout file.mbox", mbox_messages)
-    runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
-    assert (runners.imports[0], runners.scans) == (f"{stack.name}-import-runner", ())  # no secrets folder
-    launcher = stack.launcher(runners)
+    expected = runner_stack.write("Takeout file.mbox", mbox_messages)
+    runners = runner_stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
+    assert (runners.imports[0], runners.scans) == (f"{runner_stack.name}-import-runner", ())  # no secrets folder
+    launcher = runner_stack.launcher(runners)
     launched = launcher.launch(import_request(import_path="Takeout file.mbox"))
-    run = stack.wait_state(launched, "done", "failed", "cancelled")
+    run = runner_stack.wait_state(launched, "done", "failed", "cancelled")
     assert (run.state, run.outcome, run.messages_new) == ("done", "complete", sum(expected.values()))
-    assert run.mbox_path == f"{stack.imports}/Takeout file.mbox"  # the host's path, not the runner's /imports
-    assert counts_of(stack.db) == expected
+    assert run.mbox_path == f"{runner_stack.imports}/Takeout file.mbox"  # the host's path, not the runner's /imports
+    assert counts_of(runner_stack.db) == expected
     assert launcher.wait_for_exit(launched, timeout=30)
     assert container_state(runners.imports[0])["ExitCode"] == 0
     assert launcher.log_tail(launched) == []  # `--quiet`: nothing went wrong
     launcher.reap()
-    assert not (stack.requests / "import.json").exists()
+    assert not (runner_stack.requests / "import.json").exists()
     # Started by anyone but the launcher, the runner finds no request and runs nothing.
     docker("start", "--attach", runners.imports[0], check=False)
     assert container_state(runners.imports[0])["ExitCode"] == 2
@@ -75,19 +62,19 @@ def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spe
 
 
 def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
-    stack: RunnerStack, mbox_messages: list[GeneratedMessage]
+    runner_stack: RunnerStack, mbox_messages: list[GeneratedMessage]
 ) -> None:
     if os.geteuid() != 0:
         pytest.skip("reads the runner's database (uid 10001, mode 0600) from the host folder: needs root, as CI")
-    expected = stack.write("old.mbox", mbox_messages[:500])
-    launcher = stack.launcher(stack.provision(GMAIL_STATS_PARSE_WORKERS="1"))
+    expected = runner_stack.write("old.mbox", mbox_messages[:500])
+    launcher = runner_stack.launcher(runner_stack.provision(GMAIL_STATS_PARSE_WORKERS="1"))
     token = uuid.uuid4().hex
     launched = launcher.launch(
         LaunchRequest(LaunchCommand.IMPORT, launch_token=token, import_path="old.mbox", account="old")
     )
     assert launcher.wait_for_exit(launched, timeout=120)
-    work_db = stack.data / "stats.old.db"
-    assert counts_of(work_db) == expected and not stack.db.exists()  # the default account was never touched
+    work_db = runner_stack.data / "stats.old.db"
+    assert counts_of(work_db) == expected and not runner_stack.db.exists()  # the default account was never touched
     assert query(work_db, "SELECT state FROM ingest_runs") == [("done",)]
     # The page's settings change runs `gmail-stats account` in an import runner (no network, no secrets needed).
     changed = launcher.launch(
@@ -102,14 +89,14 @@ def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
 
 
 def test_two_accounts_import_side_by_side_in_two_runners_each_exact(
-    stack: RunnerStack, mbox_messages: list[GeneratedMessage]
+    runner_stack: RunnerStack, mbox_messages: list[GeneratedMessage]
 ) -> None:
     """Account `old`'s import is held mid-run (holding its own lock) while account `work`'s runs start to end in the
     pool's second runner; then the first finishes. Each database has exactly its own file's counts."""
-    old_expected = stack.write("old.mbox", mbox_messages)
-    work_expected = stack.write("work.mbox", mbox_messages[:900])
-    runners = stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
-    launcher = stack.launcher(runners)
+    old_expected = runner_stack.write("old.mbox", mbox_messages)
+    work_expected = runner_stack.write("work.mbox", mbox_messages[:900])
+    runners = runner_stack.provision(GMAIL_STATS_PARSE_WORKERS="1")
+    launcher = runner_stack.launcher(runners)
     old_request = LaunchRequest(LaunchCommand.IMPORT, uuid.uuid4().hex, import_path="old.mbox", account="old")
     old = launcher.launch(old_request)
     assert old.handle.startswith(f"{runners.imports[0]}@")
@@ -122,20 +109,22 @@ def test_two_accounts_import_side_by_side_in_two_runners_each_exact(
     assert launcher.wait_for_exit(old, timeout=180)
     if os.geteuid() != 0:
         pytest.skip("reads the runners' databases (uid 10001, mode 0600) from the host folder: needs root, as CI")
-    assert counts_of(stack.data / "stats.work.db") == work_expected
-    assert counts_of(stack.data / "stats.old.db") == old_expected
-    assert query(stack.data / "stats.old.db", "SELECT state, outcome FROM ingest_runs") == [("done", "complete")]
+    assert counts_of(runner_stack.data / "stats.work.db") == work_expected
+    assert counts_of(runner_stack.data / "stats.old.db") == old_expected
+    assert query(runner_stack.data / "stats.old.db", "SELECT state, outcome FROM ingest_runs") == [("done", "complete")]
     launcher.reap()
-    assert sorted(p.name for p in stack.requests.iterdir()) == []  # both spent requests deleted
+    assert sorted(p.name for p in runner_stack.requests.iterdir()) == []  # both spent requests deleted
 
 
-def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_port_free(stack: RunnerStack) -> None:
+def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_port_free(
+    runner_stack: RunnerStack,
+) -> None:
     """An unattended scan never asks for consent, so it leaves the first scan runner (the one publishing the host's
     callback port) to a scan the person starts. Without credentials it fails at once, which is all this needs."""
-    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
-    runners = stack.provision()
+    runner_stack.stack = replace(runner_stack.stack, secrets=str(writable_dir(runner_stack.data.parent / "secrets")))
+    runners = runner_stack.provision()
     assert len(runners.scans) == 2
-    launcher = stack.launcher(runners)
+    launcher = runner_stack.launcher(runners)
     launched = launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex, unattended=True))
     assert launched.handle.startswith(f"{runners.scans[-1]}@")
     assert launcher.wait_for_exit(launched, timeout=60)
@@ -143,39 +132,39 @@ def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_p
     assert launcher.consent_listener(launched, redirect_port=8765) == (runners.scans[-1], 8765)
 
 
-def hold_callback_port(stack: RunnerStack) -> str:
+def hold_callback_port(runner_stack: RunnerStack) -> str:
     """A container of the stack's own (removed with it) publishing the host's callback port, as a `make scan`
     waiting for consent does; returns its name."""
     wait_until_host_port_free(8765, why="this test's blocker publishes it")
-    name = f"{stack.name}-blocker"
+    name = f"{runner_stack.name}-blocker"
     docker(
-        "run", "--detach", "--name", name, "--label", f"{STACK_LABEL}={stack.name}", "--publish",
-        "127.0.0.1:8765:8765", "--entrypoint", "sleep", stack.stack.image, "infinity",
+        "run", "--detach", "--name", name, "--label", f"{STACK_LABEL}={runner_stack.name}", "--publish",
+        "127.0.0.1:8765:8765", "--entrypoint", "sleep", runner_stack.stack.image, "infinity",
     )  # fmt: skip
     return name
 
 
-def test_a_scan_started_while_the_callback_port_is_held_for_good_fails_with_the_hint(stack: RunnerStack) -> None:
-    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
-    runners = stack.provision(per_kind=1)
-    hold_callback_port(stack)
+def test_a_scan_started_while_the_callback_port_is_held_for_good_fails_with_the_hint(runner_stack: RunnerStack) -> None:
+    runner_stack.stack = replace(runner_stack.stack, secrets=str(writable_dir(runner_stack.data.parent / "secrets")))
+    runners = runner_stack.provision(per_kind=1)
+    hold_callback_port(runner_stack)
     launcher = DockerLauncher(connect(), runners, wait_seconds=1)
-    stack.launchers.append(launcher)
+    runner_stack.launchers.append(launcher)
     with pytest.raises(LaunchError) as caught:
         launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex))
     assert "port is already allocated" in str(caught.value)
     assert caught.value.hint == "the OAuth callback port is in use: is `make scan` running in a terminal?"
-    assert sorted(p.name for p in stack.requests.iterdir()) == []  # the unstarted run's request is gone
+    assert sorted(p.name for p in runner_stack.requests.iterdir()) == []  # the unstarted run's request is gone
 
 
-def test_a_scan_starts_once_the_engine_lets_go_of_the_callback_port(stack: RunnerStack) -> None:
+def test_a_scan_starts_once_the_engine_lets_go_of_the_callback_port(runner_stack: RunnerStack) -> None:
     """The engine refuses the port while another container publishes it, and for a moment after: the launch asks
     again until it is free, instead of telling the person to stop a `make scan` that has already ended."""
-    stack.stack = replace(stack.stack, secrets=str(writable_dir(stack.data.parent / "secrets")))
-    runners = stack.provision(per_kind=1)
-    blocker = hold_callback_port(stack)
+    runner_stack.stack = replace(runner_stack.stack, secrets=str(writable_dir(runner_stack.data.parent / "secrets")))
+    runners = runner_stack.provision(per_kind=1)
+    blocker = hold_callback_port(runner_stack)
     launcher = DockerLauncher(connect(), runners, wait_seconds=120)
-    stack.launchers.append(launcher)
+    runner_stack.launchers.append(launcher)
     outcome: list[Launched | BaseException] = []
 
     def launch() -> None:
@@ -203,23 +192,23 @@ def test_a_scan_starts_once_the_engine_lets_go_of_the_callback_port(stack: Runne
     assert any("credentials.json" in line for line in launcher.log_tail(launched))  # it ran: no credentials here
 
 
-def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(stack: RunnerStack) -> None:
-    (stack.imports / "link.mbox").symlink_to("/etc/passwd")
-    launcher = stack.launcher(stack.provision())
+def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(runner_stack: RunnerStack) -> None:
+    (runner_stack.imports / "link.mbox").symlink_to("/etc/passwd")
+    launcher = runner_stack.launcher(runner_stack.provision())
     launched = launcher.launch(import_request(import_path="link.mbox"))
     assert launcher.wait_for_exit(launched, timeout=60)
     assert container_state(launched.handle.partition("@")[0])["ExitCode"] == 1
     assert any("without following a link" in line for line in launcher.log_tail(launched))
-    assert not stack.db.exists()
+    assert not runner_stack.db.exists()
 
 
 def test_a_missing_image_is_a_launch_error_with_a_hint(tmp_path: Path) -> None:
     ensure_image()
-    stack = DockerStack(name="gmstest-missing", image="gmail-stats:nonexistent", data="d", requests=str(tmp_path))
+    missing = DockerStack(name="gmstest-missing", image="gmail-stats:nonexistent", data="d", requests=str(tmp_path))
     client = connect()
     try:
         with pytest.raises(LaunchError) as caught:
-            provision_runners(client, stack, environment={}, requests_dir=str(tmp_path))
+            provision_runners(client, missing, environment={}, requests_dir=str(tmp_path))
         assert caught.value.hint == "build it: docker compose build"
     finally:
         client.close()

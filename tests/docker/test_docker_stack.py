@@ -36,12 +36,6 @@ pytestmark = [
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[Stack]:
-    ensure_image()
-    yield from running(Stack(tmp_path))
-
-
-@pytest.fixture
 def default_stack(tmp_path: Path) -> Iterator[Stack]:
     ensure_image()
     yield from running(Stack(tmp_path, default_folders=True))
