@@ -25,6 +25,7 @@ from shared.db import reader_engine
 from shared.launch_request import LaunchCommand, LaunchRequest
 from shared.runs import run_by_launch_token
 from tests.support.factories import generate_messages, write_mbox
+from tests.support.polling import wait_stopped
 from viewer.launch.container_spec import STACK_LABEL, DockerStack
 from viewer.launch.launch_docker import connect, provision_runners
 from viewer.launch.runner_launcher import DockerLauncher
@@ -154,7 +155,8 @@ def launch_overhead(runs: int) -> tuple[list[float], list[float], list[float]]:
                     LaunchRequest(LaunchCommand.IMPORT, launch_token=token, import_path="tiny.mbox")
                 )
                 launch_calls.append(time.monotonic() - started)
-                if not launcher.wait_for_exit(launched, timeout=120) or run_state(data / "stats.db", token) != "done":
+                wait_stopped(launcher, launched, timeout=120)
+                if run_state(data / "stats.db", token) != "done":
                     raise SystemExit(f"container run did not finish: {launcher.log_tail(launched)}")
                 in_container.append(time.monotonic() - started)
                 launcher.reap()

@@ -130,7 +130,6 @@ def create_app(
     )
     app.state.accounts = accounts
     app.state.refresher = refresher
-    app.state.viewer = accounts.get(accounts.names()[0])  # the first account's, for tests of one account
     install_error_handlers(app, style=settings.command_style, db=str(settings.db.absolute()))
     for routes in (api, export, run_api, gmail_api, estimates_api, account_api):
         app.include_router(routes.router)

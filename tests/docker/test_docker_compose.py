@@ -25,6 +25,7 @@ from tests.docker.dockerenv import (
     wait_for,
 )
 from tests.support.factories import generate_messages, write_mbox
+from tests.support.polling import wait_stopped
 from viewer.launch.container_spec import STACK_LABEL, DockerStack, stack_from_container
 from viewer.launch.launch_docker import connect, provision_runners
 from viewer.launch.runner_launcher import DockerLauncher
@@ -140,7 +141,7 @@ def test_a_second_ingester_is_refused_while_a_launched_one_holds_the_lock(projec
             assert "another ingester is already running against /data/stats.db" in refused.stderr
             via_make = project.make("import", f"MBOX={project.imports / 'a.mbox'}")
             assert via_make.returncode != 0 and "Error 75" in via_make.stderr
-        assert launcher.wait_for_exit(launched, timeout=120)
+        wait_stopped(launcher, launched, timeout=120)
         (run,) = project.runs()  # the refused ingesters left no run and counted nothing twice
         assert (run["state"], run["messages_new"]) == ("done", sum(expected.values()))
         launcher.reap()

@@ -29,6 +29,7 @@ from tests.docker.dockerenv import (
 from tests.docker.stack import RunnerStack, import_request
 from tests.support.factories import GeneratedMessage
 from tests.support.importing import counts_of, query
+from tests.support.polling import wait_stopped
 from viewer.launch.container_spec import STACK_LABEL, DockerStack
 from viewer.launch.launch_docker import connect, provision_runners
 from viewer.launch.launcher import Launched, LaunchError
@@ -49,7 +50,7 @@ def test_import_runs_in_the_runner_with_exact_counts_and_its_request_is_then_spe
     assert (run.state, run.outcome, run.messages_new) == ("done", "complete", sum(expected.values()))
     assert run.mbox_path == f"{runner_stack.imports}/Takeout file.mbox"  # the host's path, not the runner's /imports
     assert counts_of(runner_stack.db) == expected
-    assert launcher.wait_for_exit(launched, timeout=30)
+    wait_stopped(launcher, launched, timeout=30)
     assert container_state(runners.imports[0])["ExitCode"] == 0
     assert launcher.log_tail(launched) == []  # `--quiet`: nothing went wrong
     launcher.reap()
@@ -72,7 +73,7 @@ def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
     launched = launcher.launch(
         LaunchRequest(LaunchCommand.IMPORT, launch_token=token, import_path="old.mbox", account="old")
     )
-    assert launcher.wait_for_exit(launched, timeout=120)
+    wait_stopped(launcher, launched, timeout=120)
     work_db = runner_stack.data / "stats.old.db"
     assert counts_of(work_db) == expected and not runner_stack.db.exists()  # the default account was never touched
     assert query(work_db, "SELECT state FROM ingest_runs") == [("done",)]
@@ -82,7 +83,7 @@ def test_an_import_goes_to_the_account_it_names_in_the_same_volume(
             LaunchCommand.ACCOUNT, uuid.uuid4().hex, account="old", refresh="hourly", address="Old.Me@gmail.com"
         )
     )
-    assert launcher.wait_for_exit(changed, timeout=60)
+    wait_stopped(launcher, changed, timeout=60)
     assert container_state(changed.handle.partition("@")[0])["ExitCode"] == 0
     settings = dict(query(work_db, "SELECT key, value FROM sync_state WHERE key IN ('refresh', 'gmail_address')"))
     assert settings == {"refresh": "hourly", "gmail_address": "old.me@gmail.com"}
@@ -104,9 +105,9 @@ def test_two_accounts_import_side_by_side_in_two_runners_each_exact(
         work_request = LaunchRequest(LaunchCommand.IMPORT, uuid.uuid4().hex, import_path="work.mbox", account="work")
         work = launcher.launch(work_request)
         assert work.handle.startswith(f"{runners.imports[1]}@") and launcher.is_alive(old)
-        assert launcher.wait_for_exit(work, timeout=120)
+        wait_stopped(launcher, work, timeout=120)
         assert launcher.is_alive(old)  # still held: the two runs overlapped
-    assert launcher.wait_for_exit(old, timeout=180)
+    wait_stopped(launcher, old, timeout=180)
     if os.geteuid() != 0:
         pytest.skip("reads the runners' databases (uid 10001, mode 0600) from the host folder: needs root, as CI")
     assert counts_of(runner_stack.data / "stats.work.db") == work_expected
@@ -127,7 +128,7 @@ def test_a_scheduled_refresh_takes_the_last_scan_runner_and_leaves_the_consent_p
     launcher = runner_stack.launcher(runners)
     launched = launcher.launch(LaunchRequest(LaunchCommand.SCAN, uuid.uuid4().hex, unattended=True))
     assert launched.handle.startswith(f"{runners.scans[-1]}@")
-    assert launcher.wait_for_exit(launched, timeout=60)
+    wait_stopped(launcher, launched, timeout=60)
     assert any("credentials.json" in line for line in launcher.log_tail(launched))
     assert launcher.consent_listener(launched, redirect_port=8765) == (runners.scans[-1], 8765)
 
@@ -188,7 +189,7 @@ def test_a_scan_starts_once_the_engine_lets_go_of_the_callback_port(runner_stack
     [launched] = outcome
     assert isinstance(launched, Launched), launched
     assert launched.handle.startswith(f"{runners.scans[0]}@")
-    assert launcher.wait_for_exit(launched, timeout=60)
+    wait_stopped(launcher, launched, timeout=60)
     assert any("credentials.json" in line for line in launcher.log_tail(launched))  # it ran: no credentials here
 
 
@@ -196,7 +197,7 @@ def test_a_refused_path_fails_in_the_runner_with_its_reason_in_the_log(runner_st
     (runner_stack.imports / "link.mbox").symlink_to("/etc/passwd")
     launcher = runner_stack.launcher(runner_stack.provision())
     launched = launcher.launch(import_request(import_path="link.mbox"))
-    assert launcher.wait_for_exit(launched, timeout=60)
+    wait_stopped(launcher, launched, timeout=60)
     assert container_state(launched.handle.partition("@")[0])["ExitCode"] == 1
     assert any("without following a link" in line for line in launcher.log_tail(launched))
     assert not runner_stack.db.exists()

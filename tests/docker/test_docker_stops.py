@@ -18,6 +18,7 @@ from tests.docker.stack import RunnerStack, Stack, import_request
 from tests.support.browser import ARTIFACTS
 from tests.support.factories import GeneratedMessage, generate_messages, write_mbox
 from tests.support.importing import counts_of, query
+from tests.support.polling import wait_stopped
 from viewer.launch.container_spec import STACK_LABEL
 from viewer.launch.launcher import LaunchError
 from viewer.settings import ViewerSettings
@@ -43,7 +44,7 @@ def test_cancel_stops_the_run_and_resume_finishes_exactly(
         launcher.cancel(launched, grace_seconds=GRACE_SECONDS)
     run = runner_stack.wait_state(launched, "cancelled", "done", timeout=15)  # within the 10 s grace, not killed
     assert (run.state, run.outcome) == ("cancelled", "partial")
-    assert launcher.wait_for_exit(launched, timeout=15)
+    wait_stopped(launcher, launched, timeout=15)
     assert container_state(runners.imports[0])["ExitCode"] == 0
     resumed = launcher.launch(import_request(import_path="a.mbox", resume_run_id=first.run_id))
     assert resumed.handle != launched.handle and not launcher.is_alive(launched)
@@ -75,7 +76,7 @@ def test_an_ingester_that_ignores_sigterm_is_killed_after_the_grace_period(runne
     wait_for(lambda: launcher.log_tail(launched) == ["up"], timeout=120, what="the stubborn program is up")
     cancelled_at = time.monotonic()
     launcher.cancel(launched, grace_seconds=2)
-    assert launcher.wait_for_exit(launched, timeout=60)
+    wait_stopped(launcher, launched, timeout=60)
     assert time.monotonic() - cancelled_at >= 2  # SIGTERM ignored: it lived through the grace period
     assert container_state(runners.imports[0])["ExitCode"] == 137  # SIGKILL
 
@@ -91,7 +92,7 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     throttle(runners.imports[0])
     wait_for(lambda: (r := runner_stack.run(killed)) is not None and r.bytes_done > 0, timeout=90, what="progress")
     docker("kill", runners.imports[0])
-    assert launcher.wait_for_exit(killed, timeout=15)
+    wait_stopped(launcher, killed, timeout=15)
     killed_run = runner_stack.run(killed)
     assert killed_run is not None and killed_run.state == "running"
     full_speed(runners.imports[0])
@@ -100,7 +101,7 @@ def test_docker_kill_then_next_run_marks_abandoned_and_resume_is_exact(
     assert query(runner_stack.db, f"SELECT state, error_kind FROM ingest_runs WHERE run_id = {killed_run.run_id}") == [
         ("abandoned", "abandoned")
     ]
-    assert launcher.wait_for_exit(other, timeout=30)
+    wait_stopped(launcher, other, timeout=30)
     resumed = launcher.launch(import_request(import_path="big.mbox", resume_run_id=killed_run.run_id))
     final = runner_stack.wait_state(resumed, "done", "failed")
     assert (final.run_id, final.outcome) == (killed_run.run_id, "complete")
@@ -126,7 +127,7 @@ def test_a_new_launcher_adopts_the_running_runner_and_can_cancel_it(
             after.launch(import_request(import_path="a.mbox"))
         after.cancel(launched, grace_seconds=GRACE_SECONDS)
     assert runner_stack.wait_state(launched, "cancelled", timeout=15).outcome == "partial"
-    assert after.wait_for_exit(launched, timeout=15)
+    wait_stopped(after, launched, timeout=15)
     assert after.adopt() == []
 
 

@@ -23,7 +23,7 @@ from tests.support.polling import wait_for as wait_for  # the one polling helper
 from viewer.app import create_app
 from viewer.launch.launcher import Launcher
 from viewer.settings import ViewerSettings
-from viewer.web.deps import ViewerState
+from viewer.web.deps import Accounts, ViewerState
 
 BASE_URL = "http://127.0.0.1:7878"
 T = TypeVar("T")
@@ -142,11 +142,12 @@ def viewer(settings: ViewerSettings, *, launcher: Launcher | None = None, **kwar
 
 
 def state_of(client: TestClient) -> ViewerState:
-    """The `ViewerState` of the app a `TestClient` drives (under the ASGI wrappers `create_app` adds)."""
+    """The first account's `ViewerState` of the app a `TestClient` drives (under `create_app`'s ASGI wrappers)."""
     app: Any = client.app
-    while not isinstance(getattr(getattr(app, "state", None), "viewer", None), ViewerState):
+    while not isinstance(getattr(getattr(app, "state", None), "accounts", None), Accounts):
         app = app.app
-    return app.state.viewer  # type: ignore[no-any-return]
+    accounts: Accounts = app.state.accounts
+    return accounts.get(accounts.names()[0])
 
 
 def csrf_headers(client: TestClient) -> dict[str, str]:

@@ -16,7 +16,7 @@ from shared.db import close_writer_keeping_sidecars, writer_engine
 from shared.lock import is_lock_held, lock_path_for
 from shared.resume import CommandStyle, runs_command
 from tests.conftest import run_cli
-from tests.support.viewer import SENDERS, csrf_headers, make_settings, mbox_bytes, seed, viewer
+from tests.support.viewer import SENDERS, csrf_headers, make_settings, mbox_bytes, seed, state_of, viewer
 from viewer.web.security import MAX_BODY_BYTES
 
 TOO_BIG = 2**63
@@ -145,7 +145,7 @@ def test_malformed_warnings_tail_is_never_a_500(tmp_path: Path, db_path: Path, t
 
 def csrf_headers_without_status(client: Any) -> dict[str, str]:
     """The token from the viewer's state: `/api/status` itself is what these tests break."""
-    token = client.app.app.state.viewer.csrf_token
+    token = state_of(client).csrf_token
     return {"X-Gmail-Stats-Csrf": token, "Content-Type": "application/json"}
 
 

@@ -198,15 +198,6 @@ class DockerLauncher:
                     self._finished_logs[handle] = self._logs(name, state["StartedAt"], LOG_TAIL_LINES)
                 self._runners.request_path(name).unlink(missing_ok=True)
 
-    def wait_for_exit(self, launched: Launched, *, timeout: float) -> bool:
-        """Polls until the run's container has stopped (for tests and benchmarks); True if it did within `timeout`."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.is_alive(launched):
-                return True
-            time.sleep(0.2)
-        return False
-
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Replaces the request file whole (readable by the runner, uid 10001 too), so a runner never reads half."""
