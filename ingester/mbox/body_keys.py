@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import BinaryIO
 
-from ingester.mbox.mbox import Region
+from ingester.mbox.regions import Region
 from shared.mbox_format import BOM
 
 HEADER_KEY = "hdr:"  # the key of older imports: the header block's digest alone

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from ingester.mbox import mbox
-from ingester.mbox.mbox import Region, Separator, Window
+from ingester.mbox.mbox import Window
+from ingester.mbox.regions import Region, Separator
 from shared.mbox_format import SEPARATOR_WINDOW
 
 # A `Content-Length` line (matched against b"\n" + block, so the leading literal lets the engine skip from newline

@@ -10,17 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
-from shared.mbox_format import (
-    BOM,
-    SEPARATOR,
-    SEPARATOR_WINDOW,
-    separator_date,
-    separator_zone,
-    suspect_line_end,
-    zone_offset,
-)
+from ingester.mbox.regions import Region, Separator, parse_postmark
+from shared.mbox_format import BOM, SEPARATOR, SEPARATOR_WINDOW, suspect_line_end
 
 CHUNK_BYTES = 1024 * 1024
 # A header block longer than this is truncated (framing is unaffected); Takeout header blocks are a few KB.
@@ -31,67 +24,6 @@ BEHIND = 3
 # The end of a header block: a blank line, or a line starting with `From ` (maybe a separator).
 _HEADER_END = re.compile(rb"\n\r?\n|\nFrom ")
 _NEEDLE = b"\nFrom "
-
-
-# The three values below are made once per message: NamedTuples, because a frozen dataclass's `__init__` (one
-# `object.__setattr__` per field) cost a tenth of the framing's time on small messages.
-class Postmark(NamedTuple):
-    """A separator line: its envelope token, and its date (parsed only when a message's Date header fails)."""
-
-    envelope: bytes
-    line: bytes
-
-    @property
-    def date_unix(self) -> int | None:
-        match = SEPARATOR.match(self.line)
-        return separator_date(match) if match is not None else None
-
-    @property
-    def zone_note(self) -> str | None:
-        """What to warn when the date's zone is a name we do not know (the date is then read as UTC)."""
-        match = SEPARATOR.match(self.line)
-        zone = separator_zone(match) if match is not None else b""
-        if not zone or zone_offset(zone) is not None:
-            return None
-        return f"separator time zone {zone.decode('ascii', 'replace')!r} unknown; its date read as UTC"
-
-    @property
-    def gmail_id(self) -> str | None:
-        """Takeout's envelope `<decimal>@xxx` is Gmail's message id in decimal; the API shows it in hex."""
-        local = self.envelope.split(b"@", 1)[0]
-        if not local.isdigit() or len(local) > 20:
-            return None
-        return format(int(local), "x")
-
-
-class Region(NamedTuple):
-    """Bytes `[start, end)` of the file: a message (with `postmark`), or (without) text before the first
-    separator or, when `suspect`, from a line that looks like a separator of an unknown shape."""
-
-    start: int
-    end: int
-    postmark: Postmark | None
-    header_block: bytes
-    suspect: bool = False
-    header_cut: bool = False  # the header block ran past `HEADER_CAP_BYTES`: `header_block` is only its start
-    suspect_line: bytes = b""  # when `suspect`, the line (its first `SEPARATOR_WINDOW` bytes)
-    length_framed: bool = False  # framed by its Content-Length (`ingester.mbox.lengths`), not by separators
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-
-class Separator(NamedTuple):
-    start: int
-    header_start: int
-    postmark: Postmark | None  # None: a suspect line
-    line: bytes = b""  # the suspect line (warnings quote it)
-
-
-def parse_postmark(match: re.Match[bytes]) -> Postmark:
-    envelope, line = match.group(1, 0)
-    return Postmark(envelope, line)
 
 
 class Window:

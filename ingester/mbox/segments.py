@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 from ingester.mbox import mbox
 from ingester.mbox.body_keys import HEADER_KEY, body_key
 from ingester.mbox.lengths import iter_length_regions
+from ingester.mbox.regions import Region
 from ingester.mbox.takeout import Skip, judge_region
 from ingester.records import MailRecord
 
@@ -125,7 +126,7 @@ def masked_line(line: bytes, *, keep: int = 100) -> str:
     return repr("".join(c if c.isascii() and c.isprintable() else "?" for c in shape)) + ("…" * (len(line) > keep))
 
 
-def _why_skipped(region: mbox.Region) -> str:
+def _why_skipped(region: Region) -> str:
     if region.suspect:
         return (
             "a line that looks like a separator of an unknown shape starts a message that is not counted "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from ingester.mbox.mbox import Region
+from ingester.mbox.regions import Region
 from ingester.records import GMAIL_ID_KEY, MailRecord
 from ingester.records.headers import parse_date, parse_header_block
 from ingester.records.unsubscribe import NONE, parse_unsubscribe

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from ingester.gmail.gmail import MessageMeta
 from ingester.gmail.gmail_records import metadata_record, record_from_meta
-from ingester.mbox.mbox import Postmark, Region, iter_regions
+from ingester.mbox.mbox import iter_regions
+from ingester.mbox.regions import Postmark, Region
 from ingester.mbox.takeout import Skip, judge_region, label_facts
 from ingester.records import MailRecord
 from ingester.records.headers import HeaderFields, parse_date, parse_header_block

@@ -8,7 +8,8 @@ import io
 
 import pytest
 
-from ingester.mbox.mbox import Region, iter_regions
+from ingester.mbox.mbox import iter_regions
+from ingester.mbox.regions import Region
 from shared.mbox_format import zone_offset
 
 SEP = b"From 1785392015443392563@xxx Fri Dec 04 20:33:24 +0000 2020\n"

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingester.mbox.mbox import Region, iter_regions
+from ingester.mbox.mbox import iter_regions
 from ingester.mbox.parse_pool import parse_in_order
+from ingester.mbox.regions import Region
 from ingester.mbox.segments import SegmentResult, plan_segments
 from ingester.records import MailRecord
 from tests.support.factories import generate_messages, write_mbox

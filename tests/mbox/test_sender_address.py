@@ -11,7 +11,7 @@ import pytest
 
 from ingester.gmail.gmail import MessageMeta
 from ingester.gmail.gmail_records import metadata_record
-from ingester.mbox.mbox import Postmark, Region
+from ingester.mbox.regions import Postmark, Region
 from ingester.mbox.takeout import judge_region
 from ingester.records import MailRecord
 from shared.text.normalize import SenderIdentity, parse_sender

@@ -17,7 +17,8 @@ from sqlalchemy import Engine
 
 from ingester.gmail.gmail import MessageMeta
 from ingester.gmail.gmail_records import metadata_record
-from ingester.mbox.mbox import Postmark, Region, iter_regions
+from ingester.mbox.mbox import iter_regions
+from ingester.mbox.regions import Postmark, Region
 from ingester.mbox.takeout import judge_region, label_facts
 from ingester.records import MailRecord
 from ingester.records.headers import parse_header_block
