@@ -48,6 +48,22 @@ def test_missing_database_is_onboarding_and_never_created(tmp_path: Path) -> Non
     assert list(tmp_path.iterdir()) == []  # no database, no sidecar, no lock file
 
 
+def test_an_account_created_while_the_viewer_serves_is_listed_at_the_next_request(tmp_path: Path) -> None:
+    """The data folder is the list of accounts, read when asked: no listing kept from a moment ago hides one."""
+    seed(tmp_path / "stats.db")
+    with viewer(make_settings(tmp_path)) as client:
+
+        def listed() -> list[str]:
+            return [account["name"] for account in client.get("/api/accounts").json()["accounts"]]
+
+        assert listed() == ["default"]
+        seed(tmp_path / "stats.work.db")  # what an import into a new account `work` leaves, while the page polls
+        assert listed() == ["default", "work"]
+        assert client.get("/api/status", params={"account": "work"}).json()["db"] == "ready"
+        (tmp_path / "stats.work.db").unlink()
+        assert listed() == ["default"]
+
+
 def test_empty_and_outdated_databases(tmp_path: Path, db_path: Path) -> None:
     db_path.write_bytes(b"")  # a zero-byte file is a valid, table-less SQLite database
     with viewer(make_settings(tmp_path)) as client:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import calendar
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -42,7 +41,6 @@ class ViewerState:
 
 
 MAX_ACCOUNTS = 32  # accounts served at once, those without a database yet included (each holds two engines)
-_NAMES_SECONDS = 1.0  # how long a listing of the data folder answers "which accounts are there"
 
 
 class Accounts:
@@ -53,17 +51,12 @@ class Accounts:
         self._build = build
         self._states: dict[str, ViewerState] = {}
         self._lock = threading.Lock()
-        self._names: tuple[float, list[str]] = (-_NAMES_SECONDS, [])
 
     def names(self) -> list[str]:
-        """The accounts with a database, the default first (`[default]` before any exists)."""
-        stamp, names = self._names
-        if time.monotonic() - stamp >= _NAMES_SECONDS:
-            names = account_names(self.base_db)
-            self._names = (time.monotonic(), names)
-        with self._lock:  # an account served here whose database appeared since the folder was listed
-            fresh = [name for name, state in self._states.items() if name not in names and state.database.exists()]
-        return [*names, *sorted(fresh)] if fresh else names
+        """The accounts with a database, the default first (`[default]` before any exists). The data folder is
+        listed on every call, so a new account's database shows at once; a listing costs microseconds
+        (bench/README.md), nothing a poll would notice."""
+        return account_names(self.base_db)
 
     def get(self, name: str) -> ViewerState:
         with self._lock:
